@@ -1,0 +1,94 @@
+#include <exception>
+
+#include "internal.h"
+
+namespace {
+
+// Set on a stream worker while it runs a kernel: what mydevKernelFail and
+// mydevKernelMapPointer need to know about the caller.
+struct KernelContext {
+  int device;
+  const char* name;
+  bool failed;
+  std::string message;
+};
+thread_local KernelContext* t_kernel = nullptr;
+
+void fail_running_kernel(const char* message) {
+  if (t_kernel == nullptr || t_kernel->failed) return;
+  t_kernel->failed = true;
+  t_kernel->message = message != nullptr ? message : "(no message)";
+}
+
+}  // namespace
+
+namespace mydev {
+
+bool run_kernel(int device, const char* name, mydevKernelFn fn, void* args, std::string* failure) {
+  KernelContext context{device, name, false, {}};
+  t_kernel = &context;
+  try {
+    fn(args);
+  } catch (const std::exception& e) {
+    fail_running_kernel(e.what());
+  } catch (...) {
+    fail_running_kernel("unknown C++ exception");
+  }
+  t_kernel = nullptr;
+  if (!context.failed) return true;
+  *failure = std::move(context.message);
+  return false;
+}
+
+}  // namespace mydev
+
+using namespace mydev;
+
+extern "C" {
+
+mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args, mydevReleaseFn release,
+                               mydevStream_t handle) {
+  const char* api = "mydevLaunchKernel";
+  mydevError_t error = enter(api);
+  mydevStream* stream = nullptr;
+  if (error == mydevSuccess && fn == nullptr) {
+    error = set_error(mydevErrorInvalidValue, "%s: kernel '%s' has no function", api, name != nullptr ? name : "");
+  }
+  if (error == mydevSuccess) error = resolve_stream(api, handle, &stream);
+  if (error != mydevSuccess) {
+    if (release != nullptr) release(args);
+    return error;
+  }
+  Task task;
+  task.fn = fn;
+  task.args = args;
+  task.release = release;
+  task.name = name != nullptr ? name : "<unnamed>";
+  const uint64_t seq = stream->submit(std::move(task));
+  if (!config().launch_blocking) return mydevSuccess;
+  stream->wait(seq);
+  return take_stream_error(*stream, seq);
+}
+
+void mydevKernelFail(const char* message) { fail_running_kernel(message); }
+
+mydevError_t mydevKernelMapPointer(const void* dev_ptr, void** kernel_ptr) {
+  const char* api = "mydevKernelMapPointer";
+  if (mydevError_t error = enter(api)) return error;
+  if (kernel_ptr == nullptr) return set_error(mydevErrorInvalidValue, "%s: kernel_ptr is NULL", api);
+  if (t_kernel == nullptr) {
+    return set_error(mydevErrorNotPermitted,
+                     "%s: device memory can only be mapped by a running kernel (pointer %p, current device mydev:%d)",
+                     api, dev_ptr, current_device());
+  }
+  size_t offset;
+  const int device = find_device_of(dev_ptr, &offset);
+  if (device < 0) {
+    return set_error(mydevErrorInvalidDevicePointer, "%s: %p is not mydev device memory (kernel '%s' on mydev:%d)", api,
+                     dev_ptr, t_kernel->name, t_kernel->device);
+  }
+  *kernel_ptr = host_address(device, offset);
+  return mydevSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,280 @@
+#include "stream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+
+#include "internal.h"
+
+namespace {
+
+// Worker and waiters spin this long before sleeping: a launch right after the
+// queue drained (the common case in a loop of small kernels) or a task that
+// finishes quickly then costs no futex round trip.
+constexpr std::chrono::microseconds kSpinTime{30};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+template <typename Predicate>
+bool spin_until(Predicate done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  do {
+    if (done()) return true;
+    cpu_relax();
+  } while (std::chrono::steady_clock::now() < deadline);
+  return done();
+}
+
+constexpr int kLeastPriority = 0;
+constexpr int kGreatestPriority = -1;
+
+}  // namespace
+
+mydevStream::mydevStream(int device, int priority, bool is_default)
+    : device(device), priority(priority), is_default(is_default) {
+  worker_ = std::thread(&mydevStream::run, this);
+}
+
+mydevStream::~mydevStream() {
+  if (worker_.joinable()) stop();
+}
+
+uint64_t mydevStream::submit(mydev::Task task) {
+  uint64_t seq;
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    queue_.push_back(std::move(task));
+    seq = submitted_.load(std::memory_order_relaxed) + 1;
+    submitted_.store(seq, std::memory_order_release);
+    wake = worker_asleep_;
+  }
+  if (wake) work_cv_.notify_one();
+  return seq;
+}
+
+void mydevStream::wait(uint64_t seq) {
+  if (spin_until([&] { return is_complete(seq); })) return;
+  // seq_cst on both sides (waiters_ here, completed_ in run()) guarantees that
+  // either the worker sees a waiter and notifies, or we see the completion.
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::unique_lock<std::mutex> lock(done_mutex_);
+    done_cv_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= seq; });
+  }
+  waiters_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void mydevStream::stop() {
+  wait(submitted());
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    stopping_ = true;
+  }
+  work_cv_.notify_one();
+  worker_.join();
+  magic.store(0);
+}
+
+bool mydevStream::next_task(mydev::Task* task, uint64_t dequeued) {
+  spin_until([&] { return submitted_.load(std::memory_order_acquire) > dequeued; });
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  if (queue_.empty() && !stopping_) {
+    worker_asleep_ = true;
+    work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    worker_asleep_ = false;
+  }
+  if (queue_.empty()) return false;
+  *task = std::move(queue_.front());
+  queue_.pop_front();
+  return true;
+}
+
+void mydevStream::run() {
+  for (uint64_t seq = 1;; ++seq) {
+    mydev::Task task;
+    if (!next_task(&task, seq - 1)) return;
+    execute(task, seq);
+    completed_.store(seq, std::memory_order_seq_cst);
+    if (waiters_.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> lock(done_mutex_);
+      done_cv_.notify_all();
+    }
+  }
+}
+
+void mydevStream::execute(mydev::Task& task, uint64_t seq) {
+  if (task.fn == nullptr) {
+    task.op();
+    return;
+  }
+  std::string failure;
+  if (!mydev::run_kernel(device, task.name.c_str(), task.fn, task.args, &failure)) {
+    record_failure(seq, "kernel '" + task.name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
+  }
+  if (task.release != nullptr) task.release(task.args);
+}
+
+void mydevStream::record_failure(uint64_t seq, std::string message) {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (has_failure_.load(std::memory_order_relaxed)) return;
+  failure_seq_ = seq;
+  failure_ = std::move(message);
+  has_failure_.store(true, std::memory_order_release);
+}
+
+bool mydevStream::take_failure(uint64_t seq, std::string* message) {
+  if (!has_failure_.load(std::memory_order_acquire)) return false;
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (!has_failure_.load(std::memory_order_relaxed) || failure_seq_ > seq) return false;
+  *message = std::move(failure_);
+  failure_.clear();
+  has_failure_.store(false, std::memory_order_release);
+  return true;
+}
+
+namespace mydev {
+
+mydevError_t resolve_stream(const char* api, mydevStream_t handle, mydevStream** stream) {
+  if (handle == nullptr) {
+    const int index = current_device();
+    if (mydevError_t error = ensure_device_ready(api, index)) return error;
+    *stream = device(index).default_stream.get();
+    return mydevSuccess;
+  }
+  if (handle->magic.load(std::memory_order_relaxed) != kStreamMagic) {
+    return set_error(mydevErrorInvalidResourceHandle, "%s: %p is not a live mydev stream", api,
+                     static_cast<void*>(handle));
+  }
+  *stream = handle;
+  return mydevSuccess;
+}
+
+mydevError_t take_stream_error(mydevStream& stream, uint64_t seq) {
+  std::string message;
+  if (!stream.take_failure(seq, &message)) return mydevSuccess;
+  return set_error(mydevErrorLaunchFailure, "%s", message.c_str());
+}
+
+void register_stream(const std::shared_ptr<mydevStream>& stream) {
+  Device& owner = device(stream->device);
+  std::lock_guard<std::mutex> lock(owner.streams_mutex);
+  owner.streams.push_back(stream);
+}
+
+}  // namespace mydev
+
+using namespace mydev;
+
+extern "C" {
+
+mydevError_t mydevDeviceGetStreamPriorityRange(int* least_priority, int* greatest_priority) {
+  if (mydevError_t error = enter("mydevDeviceGetStreamPriorityRange")) return error;
+  if (least_priority != nullptr) *least_priority = kLeastPriority;
+  if (greatest_priority != nullptr) *greatest_priority = kGreatestPriority;
+  return mydevSuccess;
+}
+
+mydevError_t mydevStreamCreate(mydevStream_t* stream) { return mydevStreamCreateWithPriority(stream, kLeastPriority); }
+
+mydevError_t mydevStreamCreateWithPriority(mydevStream_t* stream, int priority) {
+  const char* api = "mydevStreamCreateWithPriority";
+  if (mydevError_t error = enter(api)) return error;
+  if (stream == nullptr) return set_error(mydevErrorInvalidValue, "%s: stream is NULL", api);
+  const int index = current_device();
+  if (mydevError_t error = ensure_device_ready(api, index)) return error;
+  // Like CUDA, out-of-range priorities are clamped rather than rejected.
+  priority = std::min(kLeastPriority, std::max(kGreatestPriority, priority));
+  std::shared_ptr<mydevStream> created;
+  try {
+    created = std::make_shared<mydevStream>(index, priority, false);
+  } catch (const std::system_error& e) {
+    return set_error(mydevErrorMemoryAllocation, "%s: cannot start a stream worker on mydev:%d: %s", api, index,
+                     e.what());
+  }
+  register_stream(created);
+  *stream = created.get();
+  return mydevSuccess;
+}
+
+mydevError_t mydevStreamDestroy(mydevStream_t handle) {
+  const char* api = "mydevStreamDestroy";
+  if (mydevError_t error = enter(api)) return error;
+  if (handle == nullptr) return set_error(mydevErrorInvalidResourceHandle, "%s: stream is NULL", api);
+  mydevStream* stream;
+  if (mydevError_t error = resolve_stream(api, handle, &stream)) return error;
+  if (stream->is_default) {
+    return set_error(mydevErrorInvalidResourceHandle, "%s: the default stream of mydev:%d cannot be destroyed", api,
+                     stream->device);
+  }
+  stream->stop();
+  // Events recorded on the stream may still hold it; the last owner frees it.
+  Device& owner = device(stream->device);
+  std::lock_guard<std::mutex> lock(owner.streams_mutex);
+  owner.streams.erase(std::remove_if(owner.streams.begin(), owner.streams.end(),
+                                     [&](const std::shared_ptr<mydevStream>& s) { return s.get() == stream; }),
+                      owner.streams.end());
+  return mydevSuccess;
+}
+
+mydevError_t mydevDeviceGetDefaultStream(int index, mydevStream_t* stream) {
+  const char* api = "mydevDeviceGetDefaultStream";
+  if (mydevError_t error = enter(api)) return error;
+  if (stream == nullptr) return set_error(mydevErrorInvalidValue, "%s: stream is NULL", api);
+  if (mydevError_t error = check_device(api, index)) return error;
+  if (mydevError_t error = ensure_device_ready(api, index)) return error;
+  *stream = device(index).default_stream.get();
+  return mydevSuccess;
+}
+
+mydevError_t mydevStreamGetDevice(mydevStream_t handle, int* device_index) {
+  const char* api = "mydevStreamGetDevice";
+  if (mydevError_t error = enter(api)) return error;
+  if (device_index == nullptr) return set_error(mydevErrorInvalidValue, "%s: device is NULL", api);
+  mydevStream* stream;
+  if (mydevError_t error = resolve_stream(api, handle, &stream)) return error;
+  *device_index = stream->device;
+  return mydevSuccess;
+}
+
+mydevError_t mydevStreamGetPriority(mydevStream_t handle, int* priority) {
+  const char* api = "mydevStreamGetPriority";
+  if (mydevError_t error = enter(api)) return error;
+  if (priority == nullptr) return set_error(mydevErrorInvalidValue, "%s: priority is NULL", api);
+  mydevStream* stream;
+  if (mydevError_t error = resolve_stream(api, handle, &stream)) return error;
+  *priority = stream->priority;
+  return mydevSuccess;
+}
+
+mydevError_t mydevStreamQuery(mydevStream_t handle) {
+  const char* api = "mydevStreamQuery";
+  if (mydevError_t error = enter(api)) return error;
+  mydevStream* stream;
+  if (mydevError_t error = resolve_stream(api, handle, &stream)) return error;
+  const uint64_t seq = stream->submitted();
+  // Completion first: a failure is recorded before its task completes, so
+  // "complete" can never hide one.
+  const bool complete = stream->is_complete(seq);
+  if (mydevError_t error = take_stream_error(*stream, seq)) return error;
+  if (complete) return mydevSuccess;
+  return set_error(mydevErrorNotReady, "%s: work is still pending on a stream of mydev:%d", api, stream->device);
+}
+
+mydevError_t mydevStreamSynchronize(mydevStream_t handle) {
+  const char* api = "mydevStreamSynchronize";
+  if (mydevError_t error = enter(api)) return error;
+  mydevStream* stream;
+  if (mydevError_t error = resolve_stream(api, handle, &stream)) return error;
+  const uint64_t seq = stream->submitted();
+  stream->wait(seq);
+  return take_stream_error(*stream, seq);
+}
+
+}  // extern "C"

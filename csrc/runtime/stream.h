@@ -1,0 +1,83 @@
+// A stream: an ordered queue of tasks run by the stream's own worker thread.
+#pragma once
+
+#include <mydev/runtime.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace mydev {
+
+struct Task {
+  // A user kernel (fn != NULL), run with the kernel context set ...
+  mydevKernelFn fn = nullptr;
+  void* args = nullptr;
+  mydevReleaseFn release = nullptr;
+  std::string name;
+  // ... or runtime work: copies, event markers, waits on other streams.
+  std::function<void()> op;
+};
+
+constexpr uint32_t kStreamMagic = 0x5354524d;  // "STRM"
+
+}  // namespace mydev
+
+// Tasks are numbered from 1 in submission order; `submitted` and `completed`
+// count them, so "task n is done" is completed() >= n.
+struct mydevStream : std::enable_shared_from_this<mydevStream> {
+  mydevStream(int device, int priority, bool is_default);
+  ~mydevStream();
+  mydevStream(const mydevStream&) = delete;
+  mydevStream& operator=(const mydevStream&) = delete;
+
+  // Queues a task and returns its sequence number.
+  uint64_t submit(mydev::Task task);
+  uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
+  bool is_complete(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
+  // Blocks until task `seq` (and so every earlier one) has run.
+  void wait(uint64_t seq);
+  // Drains the queue and joins the worker; the stream accepts no more work.
+  void stop();
+
+  // The first kernel failure not yet reported; a later one is dropped while
+  // it is pending.
+  void record_failure(uint64_t seq, std::string message);
+  // Hands out (and clears) the pending failure if it came from a task <= seq.
+  bool take_failure(uint64_t seq, std::string* message);
+
+  std::atomic<uint32_t> magic{mydev::kStreamMagic};
+  const int device;
+  const int priority;
+  const bool is_default;
+
+ private:
+  void run();
+  bool next_task(mydev::Task* task, uint64_t dequeued);
+  void execute(mydev::Task& task, uint64_t seq);
+
+  std::mutex queue_mutex_;
+  std::condition_variable work_cv_;
+  std::deque<mydev::Task> queue_;
+  bool worker_asleep_ = false;
+  bool stopping_ = false;
+  std::atomic<uint64_t> submitted_{0};
+
+  std::atomic<uint64_t> completed_{0};
+  std::atomic<int> waiters_{0};
+  std::mutex done_mutex_;
+  std::condition_variable done_cv_;
+
+  std::mutex failure_mutex_;
+  std::atomic<bool> has_failure_{false};
+  uint64_t failure_seq_ = 0;
+  std::string failure_;
+
+  std::thread worker_;
+};
