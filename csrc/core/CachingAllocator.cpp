@@ -1,0 +1,471 @@
+// Blocks are carved out of segments obtained from mydevMalloc. A freed block
+// goes back to the pool of the stream it was allocated on and is only reused by
+// allocations on that stream, so reuse is ordered after every kernel already
+// queued there. Use on other streams is declared with recordStream; such blocks
+// wait for an event on each of those streams before they are reusable.
+// Small requests (<= 1 MiB) share 2 MiB segments; large ones get their own.
+#include "CachingAllocator.h"
+
+#include "Device.h"
+#include "Event.h"
+#include "Exception.h"
+#include "Stream.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/flat_hash_map.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <vector>
+
+namespace torch_mydev {
+
+namespace {
+
+using c10::CachingAllocator::Stat;
+using c10::CachingAllocator::StatArray;
+using c10::CachingAllocator::StatType;
+using c10::CachingDeviceAllocator::DeviceStats;
+
+constexpr size_t kMinBlockSize = 512;
+constexpr size_t kSmallSize = 1 << 20;
+constexpr size_t kSmallBuffer = 2 << 20;
+constexpr size_t kLargeBuffer = 20 << 20;
+constexpr size_t kMinLargeAlloc = 10 << 20;
+constexpr size_t kRoundLarge = 2 << 20;
+
+struct Block {
+  c10::DeviceIndex device;
+  c10::StreamId stream;
+  size_t size;
+  size_t requested_size = 0;
+  void* ptr;
+  bool is_small;
+  bool allocated = false;
+  Block* prev = nullptr;
+  Block* next = nullptr;
+  std::set<c10::StreamId> stream_uses;
+  int pending_events = 0;
+
+  Block(c10::DeviceIndex device_, c10::StreamId stream_, size_t size_, void* ptr_, bool is_small_)
+      : device(device_), stream(stream_), size(size_), ptr(ptr_), is_small(is_small_) {}
+
+  bool isSplit() const { return prev != nullptr || next != nullptr; }
+};
+
+struct BlockOrder {
+  bool operator()(const Block* a, const Block* b) const {
+    return std::make_tuple(a->stream, a->size, reinterpret_cast<uintptr_t>(a->ptr)) <
+        std::make_tuple(b->stream, b->size, reinterpret_cast<uintptr_t>(b->ptr));
+  }
+};
+
+using BlockPool = std::set<Block*, BlockOrder>;
+
+size_t roundSize(size_t size) {
+  return size < kMinBlockSize ? kMinBlockSize : kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+size_t segmentSize(size_t size) {
+  if (size <= kSmallSize) {
+    return kSmallBuffer;
+  }
+  if (size < kMinLargeAlloc) {
+    return kLargeBuffer;
+  }
+  return kRoundLarge * ((size + kRoundLarge - 1) / kRoundLarge);
+}
+
+std::string formatBytes(size_t bytes) {
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed;
+  if (bytes < 1024) {
+    out << bytes << " bytes";
+  } else if (bytes < (1ULL << 20)) {
+    out << bytes / 1024.0 << " KiB";
+  } else if (bytes < (1ULL << 30)) {
+    out << bytes / 1048576.0 << " MiB";
+  } else {
+    out << bytes / 1073741824.0 << " GiB";
+  }
+  return out.str();
+}
+
+bool inForkedChild() {
+  int count = 0;
+  return mydevGetDeviceCount(&count) == mydevErrorForkedChild;
+}
+
+class DeviceCache {
+ public:
+  explicit DeviceCache(c10::DeviceIndex device) : device_(device) {}
+
+  Block* allocate(size_t requested, const MydevStream& stream) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    processPendingFrees();
+    const size_t size = roundSize(requested);
+    const bool is_small = size <= kSmallSize;
+    BlockPool& pool = is_small ? small_blocks_ : large_blocks_;
+
+    Block* block = takeFromPool(pool, stream.id(), size);
+    if (block == nullptr) {
+      block = allocateSegment(size, stream, is_small);
+    }
+    if (block->size - size >= (is_small ? kMinBlockSize : kSmallSize + 1)) {
+      auto* remaining = new Block(device_, block->stream, block->size - size, static_cast<char*>(block->ptr) + size,
+                                  is_small);
+      remaining->prev = block;
+      remaining->next = block->next;
+      if (remaining->next != nullptr) {
+        remaining->next->prev = remaining;
+      }
+      block->next = remaining;
+      block->size = size;
+      pool.insert(remaining);
+      updateStat(&DeviceStats::inactive_split, is_small, 1);
+      updateStat(&DeviceStats::inactive_split_bytes, is_small, static_cast<int64_t>(remaining->size));
+    }
+    block->allocated = true;
+    block->requested_size = requested;
+    updateStat(&DeviceStats::allocation, is_small, 1);
+    updateStat(&DeviceStats::allocated_bytes, is_small, static_cast<int64_t>(block->size));
+    updateStat(&DeviceStats::active, is_small, 1);
+    updateStat(&DeviceStats::active_bytes, is_small, static_cast<int64_t>(block->size));
+    updateStat(&DeviceStats::requested_bytes, is_small, static_cast<int64_t>(requested));
+    return block;
+  }
+
+  void free(Block* block) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    block->allocated = false;
+    updateStat(&DeviceStats::allocation, block->is_small, -1);
+    updateStat(&DeviceStats::allocated_bytes, block->is_small, -static_cast<int64_t>(block->size));
+    updateStat(&DeviceStats::requested_bytes, block->is_small, -static_cast<int64_t>(block->requested_size));
+    if (!block->stream_uses.empty()) {
+      for (const c10::StreamId stream_id : block->stream_uses) {
+        MydevEvent event;
+        event.record(MydevStream(c10::Stream(c10::Stream::UNSAFE,
+                                             c10::Device(c10::DeviceType::PrivateUse1, device_), stream_id)));
+        pending_frees_.emplace_back(std::move(event), block);
+        ++block->pending_events;
+      }
+      block->stream_uses.clear();
+      return;
+    }
+    returnToPool(block);
+  }
+
+  void recordStream(Block* block, const MydevStream& stream) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (stream.id() != block->stream) {
+      block->stream_uses.insert(stream.id());
+    }
+  }
+
+  void emptyCache() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    waitForPendingFrees();
+    releaseCachedSegments();
+  }
+
+  DeviceStats stats() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void resetAccumulatedStats() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    forEachStatArray([](StatArray& array) {
+      for (Stat& stat : array) {
+        stat.reset_accumulated();
+      }
+    });
+    stats_.num_alloc_retries = 0;
+    stats_.num_ooms = 0;
+    stats_.num_sync_all_streams = 0;
+    stats_.num_device_alloc = 0;
+    stats_.num_device_free = 0;
+  }
+
+  void resetPeakStats() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    forEachStatArray([](StatArray& array) {
+      for (Stat& stat : array) {
+        stat.reset_peak();
+      }
+    });
+  }
+
+ private:
+  template <typename F>
+  void forEachStatArray(F f) {
+    for (StatArray DeviceStats::*member :
+         {&DeviceStats::allocation, &DeviceStats::segment, &DeviceStats::active, &DeviceStats::inactive_split,
+          &DeviceStats::allocated_bytes, &DeviceStats::reserved_bytes, &DeviceStats::active_bytes,
+          &DeviceStats::inactive_split_bytes, &DeviceStats::requested_bytes}) {
+      f(stats_.*member);
+    }
+  }
+
+  void updateStat(StatArray DeviceStats::*member, bool is_small, int64_t delta) {
+    StatArray& array = stats_.*member;
+    for (const StatType type : {StatType::AGGREGATE, is_small ? StatType::SMALL_POOL : StatType::LARGE_POOL}) {
+      Stat& stat = array[static_cast<size_t>(type)];
+      if (delta >= 0) {
+        stat.increase(static_cast<size_t>(delta));
+      } else {
+        stat.decrease(static_cast<size_t>(-delta));
+      }
+    }
+  }
+
+  Block* takeFromPool(BlockPool& pool, c10::StreamId stream, size_t size) {
+    Block key(device_, stream, size, nullptr, false);
+    auto it = pool.lower_bound(&key);
+    if (it == pool.end() || (*it)->stream != stream) {
+      return nullptr;
+    }
+    Block* block = *it;
+    pool.erase(it);
+    if (block->isSplit()) {
+      updateStat(&DeviceStats::inactive_split, block->is_small, -1);
+      updateStat(&DeviceStats::inactive_split_bytes, block->is_small, -static_cast<int64_t>(block->size));
+    }
+    return block;
+  }
+
+  Block* allocateSegment(size_t size, const MydevStream& stream, bool is_small) {
+    const size_t segment = segmentSize(size);
+    ScopedDevice on_device(device_);
+    void* ptr = nullptr;
+    mydevError_t status = mydevMalloc(&ptr, segment);
+    if (status == mydevErrorMemoryAllocation) {
+      ++stats_.num_alloc_retries;
+      waitForPendingFrees();
+      releaseCachedSegments();
+      status = mydevMalloc(&ptr, segment);
+    }
+    if (status == mydevErrorMemoryAllocation) {
+      ++stats_.num_ooms;
+      size_t free_bytes = 0;
+      size_t total_bytes = 0;
+      mydevMemGetInfo(&free_bytes, &total_bytes);
+      const auto& aggregate = static_cast<size_t>(StatType::AGGREGATE);
+      const auto allocated = static_cast<size_t>(stats_.allocated_bytes[aggregate].current);
+      const auto reserved = static_cast<size_t>(stats_.reserved_bytes[aggregate].current);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "mydev out of memory. Tried to allocate ", formatBytes(size),
+                       ". mydev:", static_cast<int>(device_), " has a total capacity of ", formatBytes(total_bytes),
+                       " of which ", formatBytes(free_bytes), " is free. Of the allocated memory ",
+                       formatBytes(allocated), " is allocated by PyTorch, and ", formatBytes(reserved - allocated),
+                       " is reserved by PyTorch but unallocated. The capacity is set by MYDEV_DEVICE_MEMORY.");
+    }
+    MYDEV_CHECK(status);
+    ++stats_.num_device_alloc;
+    updateStat(&DeviceStats::segment, is_small, 1);
+    updateStat(&DeviceStats::reserved_bytes, is_small, static_cast<int64_t>(segment));
+    return new Block(device_, stream.id(), segment, ptr, is_small);
+  }
+
+  void returnToPool(Block* block) {
+    updateStat(&DeviceStats::active, block->is_small, -1);
+    updateStat(&DeviceStats::active_bytes, block->is_small, -static_cast<int64_t>(block->size));
+    BlockPool& pool = block->is_small ? small_blocks_ : large_blocks_;
+    for (Block* neighbour : {block->prev, block->next}) {
+      if (neighbour == nullptr || neighbour->allocated || neighbour->pending_events > 0) {
+        continue;
+      }
+      pool.erase(neighbour);
+      updateStat(&DeviceStats::inactive_split, block->is_small, -1);
+      updateStat(&DeviceStats::inactive_split_bytes, block->is_small, -static_cast<int64_t>(neighbour->size));
+      if (neighbour == block->prev) {
+        block->ptr = neighbour->ptr;
+        block->prev = neighbour->prev;
+        if (block->prev != nullptr) {
+          block->prev->next = block;
+        }
+      } else {
+        block->next = neighbour->next;
+        if (block->next != nullptr) {
+          block->next->prev = block;
+        }
+      }
+      block->size += neighbour->size;
+      delete neighbour;
+    }
+    if (block->isSplit()) {
+      updateStat(&DeviceStats::inactive_split, block->is_small, 1);
+      updateStat(&DeviceStats::inactive_split_bytes, block->is_small, static_cast<int64_t>(block->size));
+    }
+    pool.insert(block);
+  }
+
+  void processPendingFrees() {
+    while (!pending_frees_.empty() && pending_frees_.front().first.query()) {
+      Block* block = pending_frees_.front().second;
+      pending_frees_.pop_front();
+      if (--block->pending_events == 0) {
+        returnToPool(block);
+      }
+    }
+  }
+
+  void waitForPendingFrees() {
+    if (pending_frees_.empty()) {
+      return;
+    }
+    ++stats_.num_sync_all_streams;
+    ScopedDevice on_device(device_);
+    MYDEV_CHECK(mydevDeviceSynchronize());
+    processPendingFrees();
+  }
+
+  void releaseCachedSegments() {
+    for (BlockPool* pool : {&small_blocks_, &large_blocks_}) {
+      for (auto it = pool->begin(); it != pool->end();) {
+        Block* block = *it;
+        if (block->isSplit()) {
+          ++it;
+          continue;
+        }
+        ScopedDevice on_device(device_);
+        MYDEV_CHECK(mydevFree(block->ptr));
+        ++stats_.num_device_free;
+        updateStat(&DeviceStats::segment, block->is_small, -1);
+        updateStat(&DeviceStats::reserved_bytes, block->is_small, -static_cast<int64_t>(block->size));
+        it = pool->erase(it);
+        delete block;
+      }
+    }
+  }
+
+  const c10::DeviceIndex device_;
+  std::recursive_mutex mutex_;
+  DeviceStats stats_;
+  BlockPool small_blocks_;
+  BlockPool large_blocks_;
+  std::deque<std::pair<MydevEvent, Block*>> pending_frees_;
+};
+
+void deleteBlock(void* ptr);
+
+class MydevCachingAllocator final : public c10::DeviceAllocator {
+ public:
+  c10::DataPtr allocate(size_t size) override {
+    const c10::DeviceIndex device = currentDevice();
+    const c10::Device where(c10::DeviceType::PrivateUse1, device);
+    if (size == 0) {
+      return {nullptr, nullptr, &deleteBlock, where};
+    }
+    Block* block = cache(device).allocate(size, getCurrentMydevStream(device));
+    {
+      std::lock_guard<std::mutex> lock(blocks_mutex_);
+      allocated_blocks_[block->ptr] = block;
+    }
+    return {block->ptr, block->ptr, &deleteBlock, where};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &deleteBlock; }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    MYDEV_CHECK(mydevMemcpy(dest, src, count, mydevMemcpyDeviceToDevice));
+  }
+
+  bool initialized() override { return true; }
+
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
+    for (c10::DeviceIndex device = 0; device < deviceCount(); ++device) {
+      cache(device).emptyCache();
+    }
+  }
+
+  void recordStream(const c10::DataPtr& data_ptr, c10::Stream stream) override {
+    if (data_ptr.get() == nullptr) {
+      return;
+    }
+    Block* block = findBlock(data_ptr.get_context());
+    TORCH_CHECK(block != nullptr, "recordStream: the pointer was not allocated by the mydev caching allocator");
+    cache(block->device).recordStream(block, MydevStream(stream));
+  }
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    return cache(resolveDevice(device)).stats();
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    cache(resolveDevice(device)).resetAccumulatedStats();
+  }
+
+  void resetPeakStats(c10::DeviceIndex device) override { cache(resolveDevice(device)).resetPeakStats(); }
+
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    ScopedDevice on_device(resolveDevice(device));
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    MYDEV_CHECK(mydevMemGetInfo(&free_bytes, &total_bytes));
+    return {free_bytes, total_bytes};
+  }
+
+  void free(void* ptr) {
+    if (ptr == nullptr) {
+      return;
+    }
+    Block* block = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(blocks_mutex_);
+      auto it = allocated_blocks_.find(ptr);
+      TORCH_INTERNAL_ASSERT(it != allocated_blocks_.end(), "mydev allocator: freeing an unknown pointer");
+      block = it->second;
+      allocated_blocks_.erase(it);
+    }
+    cache(block->device).free(block);
+  }
+
+  DeviceCache& cache(c10::DeviceIndex device) {
+    std::call_once(caches_once_, [this] {
+      for (c10::DeviceIndex i = 0; i < deviceCount(); ++i) {
+        caches_.push_back(std::make_unique<DeviceCache>(i));
+      }
+    });
+    checkDeviceIndex(device);
+    return *caches_[static_cast<size_t>(device)];
+  }
+
+ private:
+  Block* findBlock(void* ptr) {
+    std::lock_guard<std::mutex> lock(blocks_mutex_);
+    auto it = allocated_blocks_.find(ptr);
+    return it == allocated_blocks_.end() ? nullptr : it->second;
+  }
+
+  std::once_flag caches_once_;
+  std::vector<std::unique_ptr<DeviceCache>> caches_;
+  std::mutex blocks_mutex_;
+  ska::flat_hash_map<void*, Block*> allocated_blocks_;
+};
+
+MydevCachingAllocator g_allocator;
+
+void deleteBlock(void* ptr) {
+  if (inForkedChild()) {
+    return;  // the parent owns the memory; the child must not touch the allocator state
+  }
+  try {
+    g_allocator.free(ptr);
+  } catch (const std::exception& e) {
+    TORCH_WARN("mydev: failed to free device memory: ", e.what());
+  }
+}
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+}  // namespace
+
+c10::DeviceAllocator* cachingAllocator() { return &g_allocator; }
+
+
+}  // namespace torch_mydev

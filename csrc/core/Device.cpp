@@ -1,0 +1,55 @@
+#include "Device.h"
+
+#include "Exception.h"
+
+#include <c10/util/Exception.h>
+
+namespace torch_mydev {
+
+c10::DeviceIndex deviceCount() noexcept {
+  int count = 0;
+  if (mydevGetDeviceCount(&count) != mydevSuccess) {
+    return 0;
+  }
+  return static_cast<c10::DeviceIndex>(count);
+}
+
+c10::DeviceIndex currentDevice() {
+  int device = 0;
+  MYDEV_CHECK(mydevGetDevice(&device));
+  return static_cast<c10::DeviceIndex>(device);
+}
+
+void checkDeviceIndex(c10::DeviceIndex device) {
+  const auto count = deviceCount();
+  TORCH_CHECK(device >= 0 && device < count, "Invalid device index ", static_cast<int>(device),
+              " for mydev: ", static_cast<int>(count), " device(s) available (valid indices 0..",
+              static_cast<int>(count) - 1, "; set MYDEV_DEVICE_COUNT to simulate more)");
+}
+
+void setDevice(c10::DeviceIndex device) {
+  checkDeviceIndex(device);
+  MYDEV_CHECK(mydevSetDevice(device));
+}
+
+c10::DeviceIndex resolveDevice(c10::DeviceIndex device) {
+  if (device < 0) {
+    return currentDevice();
+  }
+  checkDeviceIndex(device);
+  return device;
+}
+
+ScopedDevice::ScopedDevice(c10::DeviceIndex device) : previous_(currentDevice()), switched_(device != previous_) {
+  if (switched_) {
+    setDevice(device);
+  }
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (switched_) {
+    mydevSetDevice(previous_);
+  }
+}
+
+}  // namespace torch_mydev

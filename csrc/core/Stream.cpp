@@ -1,0 +1,120 @@
+#include "Stream.h"
+
+#include "Device.h"
+#include "Exception.h"
+
+#include <c10/util/Exception.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace torch_mydev {
+
+namespace {
+
+constexpr int kPriorityPools = 2;  // 0: normal priority, 1: high priority
+
+struct DeviceStreams {
+  std::mutex create_mutex;
+  std::array<std::atomic<mydevStream_t>, kPriorityPools * kStreamsPerPool> pool{};
+  std::array<std::atomic<uint32_t>, kPriorityPools> next{};
+};
+
+// Sized once to the device count; streams live for the whole process like CUDA's pools.
+std::vector<std::unique_ptr<DeviceStreams>>& allDeviceStreams() {
+  static auto* streams = [] {
+    auto* result = new std::vector<std::unique_ptr<DeviceStreams>>();
+    for (c10::DeviceIndex i = 0; i < deviceCount(); ++i) {
+      result->push_back(std::make_unique<DeviceStreams>());
+    }
+    return result;
+  }();
+  return *streams;
+}
+
+thread_local std::vector<c10::StreamId> current_stream_ids;
+
+c10::StreamId& currentIdSlot(c10::DeviceIndex device) {
+  if (current_stream_ids.empty()) {
+    current_stream_ids.assign(static_cast<size_t>(deviceCount()), 0);
+  }
+  return current_stream_ids.at(static_cast<size_t>(device));
+}
+
+c10::Stream makeStream(c10::DeviceIndex device, c10::StreamId id) {
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), id);
+}
+
+int poolOf(c10::StreamId id) { return static_cast<int>((id - 1) / kStreamsPerPool); }
+
+}  // namespace
+
+MydevStream::MydevStream(c10::Stream stream) : stream_(stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "Expected a mydev stream, got a stream of ",
+              stream.device_type());
+  checkDeviceIndex(stream.device_index());
+  TORCH_CHECK(stream.id() >= 0 && stream.id() <= kPriorityPools * kStreamsPerPool, "Invalid mydev stream id ",
+              stream.id());
+}
+
+mydevStream_t MydevStream::handle() const {
+  const auto device = device_index();
+  if (id() == 0) {
+    mydevStream_t result = nullptr;
+    MYDEV_CHECK(mydevDeviceGetDefaultStream(device, &result));
+    return result;
+  }
+  auto& streams = *allDeviceStreams().at(static_cast<size_t>(device));
+  auto& slot = streams.pool.at(static_cast<size_t>(id() - 1));
+  mydevStream_t result = slot.load(std::memory_order_acquire);
+  if (result != nullptr) {
+    return result;
+  }
+  std::lock_guard<std::mutex> lock(streams.create_mutex);
+  result = slot.load(std::memory_order_acquire);
+  if (result == nullptr) {
+    ScopedDevice on_device(device);
+    MYDEV_CHECK(mydevStreamCreateWithPriority(&result, poolOf(id()) == 1 ? -1 : 0));
+    slot.store(result, std::memory_order_release);
+  }
+  return result;
+}
+
+int MydevStream::priority() const {
+  return id() == 0 ? 0 : (poolOf(id()) == 1 ? -1 : 0);
+}
+
+bool MydevStream::query() const {
+  const mydevError_t status = mydevStreamQuery(handle());
+  if (status == mydevErrorNotReady) {
+    return false;
+  }
+  MYDEV_CHECK(status);
+  return true;
+}
+
+void MydevStream::synchronize() const { MYDEV_CHECK(mydevStreamSynchronize(handle())); }
+
+MydevStream getDefaultMydevStream(c10::DeviceIndex device) {
+  return MydevStream(makeStream(resolveDevice(device), 0));
+}
+
+MydevStream getCurrentMydevStream(c10::DeviceIndex device) {
+  device = resolveDevice(device);
+  return MydevStream(makeStream(device, currentIdSlot(device)));
+}
+
+MydevStream getStreamFromPool(int priority, c10::DeviceIndex device) {
+  device = resolveDevice(device);
+  const int pool = priority < 0 ? 1 : 0;
+  auto& streams = *allDeviceStreams().at(static_cast<size_t>(device));
+  const uint32_t index = streams.next[pool].fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool;
+  return MydevStream(makeStream(device, 1 + pool * kStreamsPerPool + static_cast<c10::StreamId>(index)));
+}
+
+void setCurrentMydevStream(MydevStream stream) { currentIdSlot(stream.device_index()) = stream.id(); }
+
+}  // namespace torch_mydev

@@ -1,0 +1,43 @@
+// mydev streams as PyTorch sees them. A c10::Stream of type PrivateUse1 is
+// mapped onto a runtime stream (mydevStream_t) the way CUDAStream maps onto
+// cudaStream_t: id 0 is the device's default stream, and each device has two
+// lazily created pools (normal and high priority) of kStreamsPerPool streams
+// handed out round robin. The current stream is per thread and per device.
+#pragma once
+
+#include <mydev/runtime.h>
+
+#include <c10/core/Stream.h>
+
+namespace torch_mydev {
+
+constexpr int kStreamsPerPool = 32;
+
+class MydevStream {
+ public:
+  explicit MydevStream(c10::Stream stream);
+
+  c10::Stream unwrap() const { return stream_; }
+  operator c10::Stream() const { return stream_; }
+  c10::DeviceIndex device_index() const { return stream_.device_index(); }
+  c10::StreamId id() const { return stream_.id(); }
+  // The runtime handle; created on first use for pool streams.
+  mydevStream_t handle() const;
+  int priority() const;
+  bool query() const;
+  void synchronize() const;
+
+  bool operator==(const MydevStream& other) const { return stream_ == other.stream_; }
+
+ private:
+  c10::Stream stream_;
+};
+
+// `device` -1 means the current device.
+MydevStream getDefaultMydevStream(c10::DeviceIndex device = -1);
+MydevStream getCurrentMydevStream(c10::DeviceIndex device = -1);
+// priority follows CUDA: 0 is normal, negative is high.
+MydevStream getStreamFromPool(int priority, c10::DeviceIndex device = -1);
+void setCurrentMydevStream(MydevStream stream);
+
+}  // namespace torch_mydev
