@@ -1,0 +1,69 @@
+#include "DeviceTensorRef.h"
+
+#include "../core/Exception.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/TensorImpl.h>
+
+namespace torch_mydev {
+
+DeviceTensorRef describe(const at::Tensor& tensor) {
+  DeviceTensorRef ref;
+  const c10::Storage& storage = tensor.storage();
+  ref.storage_base = const_cast<void*>(storage.data());
+  ref.storage_nbytes = storage.nbytes();
+  ref.storage_offset = tensor.storage_offset();
+  ref.sizes.assign(tensor.sizes().begin(), tensor.sizes().end());
+  ref.strides.assign(tensor.strides().begin(), tensor.strides().end());
+  ref.dtype = tensor.scalar_type();
+  ref.is_conj = tensor.is_conj();
+  ref.is_neg = tensor.is_neg();
+  return ref;
+}
+
+at::Tensor KernelMemory::map(const DeviceTensorRef& ref, bool resizable) {
+  c10::Storage storage;
+  if (!resizable) {
+    for (const Mapping& mapping : mappings_) {
+      if (mapping.shared && mapping.device_base == ref.storage_base) {
+        storage = mapping.storage;
+        break;
+      }
+    }
+  }
+  if (!storage) {
+    void* host = nullptr;
+    if (ref.storage_base != nullptr) {
+      MYDEV_CHECK(mydevKernelMapPointer(ref.storage_base, &host));
+    }
+    storage = c10::Storage(c10::Storage::use_byte_size_t(), ref.storage_nbytes,
+                           c10::DataPtr(host, c10::Device(c10::DeviceType::CPU)),
+                           resizable ? c10::GetCPUAllocator() : nullptr, resizable);
+    mappings_.push_back(Mapping{ref.storage_base, host, storage, !resizable});
+  }
+  auto tensor = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU),
+                                                         c10::scalarTypeToTypeMeta(ref.dtype));
+  tensor.unsafeGetTensorImpl()->set_sizes_and_strides(ref.sizes, ref.strides, ref.storage_offset);
+  if (ref.is_conj) {
+    tensor._set_conj(true);
+  }
+  if (ref.is_neg) {
+    tensor._set_neg(true);
+  }
+  return tensor;
+}
+
+void* KernelMemory::deviceBaseOf(const at::Tensor& cpu_tensor) const {
+  if (!cpu_tensor.defined() || !cpu_tensor.has_storage()) {
+    return nullptr;
+  }
+  const c10::StorageImpl* impl = cpu_tensor.storage().unsafeGetStorageImpl();
+  for (const Mapping& mapping : mappings_) {
+    if (mapping.storage.unsafeGetStorageImpl() == impl && impl->data() == mapping.host_base) {
+      return mapping.device_base;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace torch_mydev

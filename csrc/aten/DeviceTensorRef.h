@@ -1,0 +1,51 @@
+// What a kernel needs to know about a tensor of device memory, without owning
+// it: where its storage starts, its view geometry and dtype. Inside a kernel,
+// KernelMemory turns refs into CPU tensors aliasing the same device memory
+// (through mydevKernelMapPointer), so ATen's CPU kernels can run over device
+// memory with no copy. Refs that share a storage map to one CPU storage, so
+// aliasing between arguments is preserved.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Storage.h>
+#include <c10/util/SmallVector.h>
+
+#include <utility>
+#include <vector>
+
+namespace torch_mydev {
+
+struct DeviceTensorRef {
+  void* storage_base = nullptr;  // device pointer
+  size_t storage_nbytes = 0;
+  int64_t storage_offset = 0;
+  c10::SmallVector<int64_t, 5> sizes;
+  c10::SmallVector<int64_t, 5> strides;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  bool is_conj = false;
+  bool is_neg = false;
+};
+
+DeviceTensorRef describe(const at::Tensor& tensor);
+
+// Only usable while a kernel runs on a stream worker.
+class KernelMemory {
+ public:
+  // `resizable` lets a CPU kernel reallocate the alias (its data then moves to
+  // host memory, which the caller must detect and copy back).
+  at::Tensor map(const DeviceTensorRef& ref, bool resizable = false);
+  // The device storage that a CPU tensor produced inside the kernel still
+  // aliases, or nullptr if its data lives in host memory.
+  void* deviceBaseOf(const at::Tensor& cpu_tensor) const;
+
+ private:
+  struct Mapping {
+    void* device_base;
+    void* host_base;
+    c10::Storage storage;
+    bool shared;
+  };
+  std::vector<Mapping> mappings_;
+};
+
+}  // namespace torch_mydev

@@ -1,0 +1,47 @@
+// Tensor creation: every mydev tensor's memory comes from the caching allocator
+// on the requested device.
+#include "../core/CachingAllocator.h"
+#include "../core/Device.h"
+
+#include <ATen/EmptyTensor.h>
+#include <c10/core/DefaultDtype.h>
+#include <torch/library.h>
+
+namespace torch_mydev {
+
+namespace {
+
+c10::DispatchKeySet mydevKeys() { return c10::DispatchKeySet(c10::DispatchKey::PrivateUse1); }
+
+void checkTensorOptions(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
+  TORCH_CHECK(layout.value_or(c10::kStrided) == c10::kStrided, "mydev only supports strided tensors, got layout ",
+              *layout);
+  TORCH_CHECK(!pin_memory.value_or(false), "Only dense CPU tensors can be pinned; mydev tensors cannot");
+}
+
+at::Tensor emptyMemoryFormat(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                             std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                             std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+  checkTensorOptions(layout, pin_memory);
+  ScopedDevice on_device(resolveDevice(device.has_value() ? device->index() : -1));
+  return at::detail::empty_generic(size, cachingAllocator(), mydevKeys(),
+                                   dtype.value_or(c10::get_default_dtype_as_scalartype()), memory_format);
+}
+
+at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                        std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                        std::optional<bool> pin_memory) {
+  checkTensorOptions(layout, pin_memory);
+  ScopedDevice on_device(resolveDevice(device.has_value() ? device->index() : -1));
+  return at::detail::empty_strided_generic(size, stride, cachingAllocator(), mydevKeys(),
+                                           dtype.value_or(c10::get_default_dtype_as_scalartype()));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(emptyMemoryFormat));
+  m.impl("empty_strided", TORCH_FN(emptyStrided));
+}
+
+}  // namespace torch_mydev

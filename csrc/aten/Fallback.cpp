@@ -1,0 +1,560 @@
+// The generic kernel tier: every ATen operator without a mydev kernel of its
+// own arrives here (a boxed fallback on the PrivateUse1 key) and runs ATen's
+// CPU kernel over device memory, in place, on the current stream's worker.
+//
+// Asynchronous path (most operators): the operator's Meta kernel runs first on
+// the caller's thread, over meta mirrors of the arguments. That validates the
+// call (shape and dtype errors raise here, synchronously, like on CPU) and
+// gives every output's geometry. Outputs are allocated on the device, out=
+// arguments are resized, views are built over the input's device storage, and
+// the CPU kernel is queued on the stream over aliases of device memory.
+//
+// Synchronous path: operators whose outputs depend on the data (nonzero,
+// unique, masked_select, ...: their Meta kernel refuses), operators returning
+// non-tensors (equal, is_nonzero, ...), and random operators (the generator
+// state must change in program order). The CPU kernel still runs on the
+// stream's worker over device memory; the caller waits for it, then gets the
+// results (host results are copied into new device memory by a device kernel).
+#include "Fallback.h"
+
+#include "DeviceTensorRef.h"
+#include "KernelLaunch.h"
+#include "Resize.h"
+
+#include "../core/Device.h"
+#include "../core/Generator.h"
+#include "../core/Stream.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/TensorImpl.h>
+#include <torch/library.h>
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch_mydev {
+
+namespace {
+
+bool isMydev(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.device().type() == c10::DeviceType::PrivateUse1;
+}
+
+template <typename F>
+void forEachTensor(const c10::IValue& value, F&& visit) {
+  if (value.isTensor()) {
+    visit(value.toTensor());
+  } else if (value.isList()) {
+    for (const c10::IValue& element : value.toListRef()) {
+      if (element.isTensor()) {
+        visit(element.toTensor());
+      }
+    }
+  }
+}
+
+bool isOptionalTensorList(const c10::TypePtr& type) {
+  return type->isSubtypeOf(*c10::ListType::ofOptionalTensors()) &&
+      !type->isSubtypeOf(*c10::ListType::ofTensors());
+}
+
+// The device the operator runs on. Tensors of another device are refused like
+// CUDA refuses them; CPU tensors are accepted where CUDA accepts them: 0-dim
+// scalars anywhere, and index tensors (Tensor?[] arguments).
+c10::DeviceIndex operatorDevice(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
+  std::optional<c10::Device> device;
+  std::optional<c10::Device> foreign;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool accepts_host_tensors = isOptionalTensorList(schema.arguments()[i].type());
+    forEachTensor(args[i], [&](const at::Tensor& tensor) {
+      if (!tensor.defined()) {
+        return;
+      }
+      if (isMydev(tensor)) {
+        if (!device.has_value()) {
+          device = tensor.device();
+        } else if (*device != tensor.device() && !foreign.has_value()) {
+          foreign = tensor.device();
+        }
+      } else if (!(tensor.device().is_cpu() && (tensor.dim() == 0 || accepts_host_tensors)) &&
+                 !foreign.has_value()) {
+        foreign = tensor.device();
+      }
+    });
+    if (args[i].isDevice() && args[i].toDevice().type() == c10::DeviceType::PrivateUse1 && !device.has_value()) {
+      device = args[i].toDevice();
+    }
+  }
+  if (foreign.has_value()) {
+    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
+                device.has_value() ? device->str() : std::string("mydev"), " and ", foreign->str(),
+                "! (when checking arguments of ", schema.operator_name(), ")");
+  }
+  return device.has_value() ? resolveDevice(device->index()) : currentDevice();
+}
+
+bool isGeneratorArgument(const c10::Argument& argument) {
+  return argument.type()->isSubtypeOf(*c10::OptionalType::create(c10::GeneratorType::get()));
+}
+
+bool runsSynchronously(const c10::FunctionSchema& schema) {
+  for (const c10::Argument& argument : schema.arguments()) {
+    if (isGeneratorArgument(argument)) {
+      return true;
+    }
+  }
+  for (const c10::Argument& ret : schema.returns()) {
+    const c10::TypePtr& type = ret.type();
+    if (!type->isSubtypeOf(*c10::OptionalType::ofTensor()) && !type->isSubtypeOf(*c10::ListType::ofTensors())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Meta tensors that mirror device tensors; views of one device storage share
+// one meta storage so that meta kernels see the same aliasing.
+class MetaMirrors {
+ public:
+  at::Tensor mirror(const at::Tensor& tensor) {
+    const c10::StorageImpl* device_storage = tensor.storage().unsafeGetStorageImpl();
+    c10::Storage meta_storage;
+    for (const Entry& entry : entries_) {
+      if (entry.device_storage.unsafeGetStorageImpl() == device_storage) {
+        meta_storage = entry.meta_storage;
+        break;
+      }
+    }
+    if (!meta_storage) {
+      meta_storage = c10::Storage(c10::Storage::use_byte_size_t(), tensor.storage().nbytes(),
+                                  c10::DataPtr(nullptr, c10::Device(c10::DeviceType::Meta)),
+                                  c10::GetAllocator(c10::DeviceType::Meta), /*resizable=*/true);
+      entries_.push_back(Entry{tensor.storage(), meta_storage});
+    }
+    auto meta = at::detail::make_tensor<c10::TensorImpl>(std::move(meta_storage),
+                                                         c10::DispatchKeySet(c10::DispatchKey::Meta), tensor.dtype());
+    meta.unsafeGetTensorImpl()->set_sizes_and_strides(tensor.sizes(), tensor.strides(), tensor.storage_offset());
+    if (tensor.is_conj()) {
+      meta._set_conj(true);
+    }
+    if (tensor.is_neg()) {
+      meta._set_neg(true);
+    }
+    originals_.emplace_back(meta.unsafeGetTensorImpl(), tensor);
+    return meta;
+  }
+
+  // The device tensor a meta tensor mirrors, if it is one of the mirrors.
+  const at::Tensor* originalOf(const at::Tensor& meta) const {
+    for (const auto& [impl, original] : originals_) {
+      if (impl == meta.unsafeGetTensorImpl()) {
+        return &original;
+      }
+    }
+    return nullptr;
+  }
+
+  // The device storage behind a meta storage (for views produced by meta kernels).
+  const c10::Storage* deviceStorageOf(const at::Tensor& meta) const {
+    const c10::StorageImpl* impl = meta.storage().unsafeGetStorageImpl();
+    for (const Entry& entry : entries_) {
+      if (entry.meta_storage.unsafeGetStorageImpl() == impl) {
+        return &entry.device_storage;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  struct Entry {
+    c10::Storage device_storage;
+    c10::Storage meta_storage;
+  };
+  std::vector<Entry> entries_;
+  std::vector<std::pair<const c10::TensorImpl*, at::Tensor>> originals_;
+};
+
+// One argument of the CPU call, in a form a kernel closure may own.
+struct TensorSlot {
+  bool defined = false;
+  bool on_device = false;
+  DeviceTensorRef ref;
+  at::Tensor host;  // a private copy of a CPU argument
+};
+
+struct ArgSlot {
+  enum class Kind { Plain, Tensor, TensorList, OptionalTensorList } kind = Kind::Plain;
+  c10::IValue plain;
+  std::vector<TensorSlot> tensors;
+  bool mutated = false;
+};
+
+TensorSlot slotFor(const at::Tensor& tensor) {
+  TensorSlot slot;
+  slot.defined = tensor.defined();
+  if (!slot.defined) {
+    return slot;
+  }
+  if (isMydev(tensor)) {
+    slot.on_device = true;
+    slot.ref = describe(tensor);
+  } else {
+    slot.host = tensor.clone();
+  }
+  return slot;
+}
+
+std::vector<ArgSlot> argumentSlots(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
+                                   c10::DeviceIndex device) {
+  std::vector<ArgSlot> slots(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& value = args[i];
+    ArgSlot& slot = slots[i];
+    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+    slot.mutated = alias != nullptr && alias->isWrite();
+    if (value.isTensor()) {
+      slot.kind = ArgSlot::Kind::Tensor;
+      slot.tensors.push_back(slotFor(value.toTensor()));
+    } else if (value.isList() && (value.isTensorList() || isOptionalTensorList(schema.arguments()[i].type()))) {
+      slot.kind = value.isTensorList() ? ArgSlot::Kind::TensorList : ArgSlot::Kind::OptionalTensorList;
+      for (const c10::IValue& element : value.toListRef()) {
+        slot.tensors.push_back(element.isTensor() ? slotFor(element.toTensor()) : TensorSlot{});
+      }
+    } else if (isGeneratorArgument(schema.arguments()[i])) {
+      slot.plain = kernelEngine(value.isGenerator() ? std::optional<at::Generator>(value.toGenerator()) : std::nullopt,
+                                device);
+    } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
+      slot.plain = c10::Device(c10::DeviceType::CPU);
+    } else {
+      slot.plain = value;
+    }
+  }
+  return slots;
+}
+
+c10::IValue materialize(const TensorSlot& slot, KernelMemory& memory, bool resizable) {
+  if (!slot.defined) {
+    return c10::IValue();
+  }
+  return slot.on_device ? memory.map(slot.ref, resizable) : slot.host;
+}
+
+torch::jit::Stack cpuStack(const std::vector<ArgSlot>& slots, KernelMemory& memory, bool resizable_outputs) {
+  torch::jit::Stack stack;
+  stack.reserve(slots.size());
+  for (const ArgSlot& slot : slots) {
+    const bool resizable = resizable_outputs && slot.mutated;
+    switch (slot.kind) {
+      case ArgSlot::Kind::Plain:
+        stack.push_back(slot.plain);
+        break;
+      case ArgSlot::Kind::Tensor:
+        stack.push_back(materialize(slot.tensors[0], memory, resizable));
+        break;
+      case ArgSlot::Kind::TensorList: {
+        c10::List<at::Tensor> list;
+        for (const TensorSlot& element : slot.tensors) {
+          list.push_back(materialize(element, memory, resizable).toTensor());
+        }
+        stack.emplace_back(std::move(list));
+        break;
+      }
+      case ArgSlot::Kind::OptionalTensorList: {
+        c10::List<std::optional<at::Tensor>> list;
+        for (const TensorSlot& element : slot.tensors) {
+          c10::IValue value = materialize(element, memory, resizable);
+          list.push_back(value.isTensor() ? std::optional<at::Tensor>(value.toTensor()) : std::nullopt);
+        }
+        stack.emplace_back(std::move(list));
+        break;
+      }
+    }
+  }
+  return stack;
+}
+
+std::string kernelName(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+at::Tensor deviceView(const c10::Storage& storage, const at::Tensor& geometry) {
+  auto view = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(storage),
+                                                       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                       geometry.dtype());
+  view.unsafeGetTensorImpl()->set_sizes_and_strides(geometry.sizes(), geometry.strides(), geometry.storage_offset());
+  if (geometry.is_conj()) {
+    view._set_conj(true);
+  }
+  if (geometry.is_neg()) {
+    view._set_neg(true);
+  }
+  return view;
+}
+
+at::Tensor emptyDevice(const at::Tensor& like, c10::DeviceIndex device) {
+  return at::empty_strided(like.sizes(), like.strides(),
+                           like.options().device(c10::Device(c10::DeviceType::PrivateUse1, device)));
+}
+
+// Where the CPU kernel's result for a fresh output must be copied (undefined
+// ref: the output aliases an argument or is undefined, nothing to copy).
+struct FreshOutput {
+  size_t return_index;
+  std::optional<size_t> list_index;
+  DeviceTensorRef ref;
+};
+
+// Turns one meta result into the device tensor to return, recording fresh
+// outputs that the kernel must fill.
+at::Tensor deviceResult(const at::Tensor& meta, const MetaMirrors& mirrors, c10::DeviceIndex device,
+                        size_t return_index, std::optional<size_t> list_index, std::vector<FreshOutput>& fresh) {
+  if (!meta.defined()) {
+    return meta;
+  }
+  if (const at::Tensor* original = mirrors.originalOf(meta)) {
+    if (original->sizes() != meta.sizes() || original->strides() != meta.strides() ||
+        original->storage_offset() != meta.storage_offset()) {
+      original->unsafeGetTensorImpl()->set_sizes_and_strides(meta.sizes(), meta.strides(), meta.storage_offset());
+      ensureStorageFits(*original);
+    }
+    return *original;
+  }
+  if (const c10::Storage* storage = mirrors.deviceStorageOf(meta)) {
+    return deviceView(*storage, meta);
+  }
+  at::Tensor output = emptyDevice(meta, device);
+  fresh.push_back(FreshOutput{return_index, list_index, describe(output)});
+  return output;
+}
+
+void copyResultInto(const DeviceTensorRef& ref, const at::Tensor& result, KernelMemory& memory) {
+  at::Tensor target = memory.map(ref);
+  TORCH_CHECK(target.sizes() == result.sizes(), "mydev fallback: the CPU kernel produced shape ", result.sizes(),
+              " but the Meta kernel predicted ", target.sizes());
+  target.copy_(result);
+}
+
+bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DeviceIndex device,
+                       const MydevStream& stream) {
+  const c10::FunctionSchema& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const size_t num_returns = schema.returns().size();
+  const auto args = torch::jit::last(*stack, num_args);
+
+  MetaMirrors mirrors;
+  torch::jit::Stack meta_stack;
+  meta_stack.reserve(num_args);
+  for (const c10::IValue& value : args) {
+    if (value.isTensor() && isMydev(value.toTensor())) {
+      meta_stack.emplace_back(mirrors.mirror(value.toTensor()));
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& tensor : value.toTensorList()) {
+        list.push_back(isMydev(tensor) ? mirrors.mirror(tensor) : tensor);
+      }
+      meta_stack.emplace_back(std::move(list));
+    } else if (value.isList() && !value.toListRef().empty() && !value.isTensorList() &&
+               value.toList().elementType()->kind() == c10::TypeKind::OptionalType) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const c10::IValue& element : value.toListRef()) {
+        if (element.isTensor()) {
+          const at::Tensor& tensor = element.toTensor();
+          list.push_back(isMydev(tensor) ? mirrors.mirror(tensor) : tensor);
+        } else {
+          list.push_back(std::nullopt);
+        }
+      }
+      meta_stack.emplace_back(std::move(list));
+    } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
+      meta_stack.emplace_back(c10::Device(c10::DeviceType::Meta));
+    } else {
+      meta_stack.push_back(value);
+    }
+  }
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
+  } catch (const std::exception&) {
+    return false;  // no usable Meta kernel, or data-dependent: the CPU kernel decides
+  }
+
+  std::vector<FreshOutput> fresh;
+  std::vector<c10::IValue> results;
+  results.reserve(num_returns);
+  for (size_t r = 0; r < num_returns; ++r) {
+    const c10::IValue& meta = meta_stack[r];
+    if (meta.isTensor()) {
+      results.emplace_back(deviceResult(meta.toTensor(), mirrors, device, r, std::nullopt, fresh));
+    } else if (meta.isTensorList()) {
+      c10::List<at::Tensor> list;
+      const auto metas = meta.toTensorVector();
+      for (size_t k = 0; k < metas.size(); ++k) {
+        list.push_back(deviceResult(metas[k], mirrors, device, r, k, fresh));
+      }
+      results.emplace_back(std::move(list));
+    } else {
+      results.push_back(meta);
+    }
+  }
+
+  // Slots are taken after out= arguments were resized, so the kernel sees their final geometry.
+  auto slots = argumentSlots(schema, args, device);
+  launchKernel(kernelName(op).c_str(), stream,
+               [op, slots = std::move(slots), fresh = std::move(fresh)] {
+                 KernelMemory memory;
+                 torch::jit::Stack cpu = cpuStack(slots, memory, /*resizable_outputs=*/false);
+                 op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &cpu);
+                 for (const FreshOutput& output : fresh) {
+                   const c10::IValue& value = cpu[output.return_index];
+                   copyResultInto(output.ref,
+                                  output.list_index ? value.toTensorVector()[*output.list_index] : value.toTensor(),
+                                  memory);
+                 }
+               });
+
+  torch::jit::drop(*stack, num_args);
+  for (c10::IValue& result : results) {
+    stack->push_back(std::move(result));
+  }
+  return true;
+}
+
+// What the synchronous CPU call produced, handed from the worker to the caller.
+struct SyncOutcome {
+  std::exception_ptr error;
+  torch::jit::Stack returns;
+  std::vector<std::vector<void*>> device_bases;  // per return (per list element): aliased device storage
+};
+
+// Turns a tensor the synchronous CPU call returned into the device tensor to
+// return: an argument it aliases (updated in place for out= arguments), a view
+// of an argument's device storage, or new device memory holding a host result.
+at::Tensor adoptSyncResult(const at::Tensor& cpu, void* device_base, const at::Tensor* mutated_argument,
+                           c10::ArrayRef<c10::IValue> args, c10::DeviceIndex device, const MydevStream& stream) {
+  if (!cpu.defined()) {
+    return cpu;
+  }
+  at::Tensor target;
+  if (mutated_argument != nullptr) {
+    target = *mutated_argument;
+    if (device_base != nullptr && device_base == target.storage().data()) {
+      target.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
+      ensureStorageFits(target);
+      return target;
+    }
+    target.resize_(cpu.sizes());
+  } else if (device_base != nullptr) {
+    for (const c10::IValue& value : args) {
+      std::optional<at::Tensor> match;
+      forEachTensor(value, [&](const at::Tensor& tensor) {
+        if (!match.has_value() && isMydev(tensor) && tensor.storage().data() == device_base) {
+          match = tensor;
+        }
+      });
+      if (match.has_value()) {
+        if (match->sizes() == cpu.sizes() && match->strides() == cpu.strides() &&
+            match->storage_offset() == cpu.storage_offset() && match->dtype() == cpu.dtype()) {
+          return *match;
+        }
+        return deviceView(match->storage(), cpu);
+      }
+    }
+  }
+  if (!target.defined()) {
+    target = cpu.is_non_overlapping_and_dense()
+        ? emptyDevice(cpu, device)
+        : at::empty(cpu.sizes(), cpu.options().device(c10::Device(c10::DeviceType::PrivateUse1, device)));
+  }
+  launchKernel("mydev::adopt_host_result", stream, [ref = describe(target), cpu] {
+    KernelMemory memory;
+    memory.map(ref).copy_(cpu);
+  });
+  return target;
+}
+
+void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DeviceIndex device,
+                      const MydevStream& stream) {
+  const c10::FunctionSchema& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const auto args = torch::jit::last(*stack, num_args);
+  auto outcome = std::make_shared<SyncOutcome>();
+  launchKernel(kernelName(op).c_str(), stream, [op, slots = argumentSlots(schema, args, device), outcome] {
+    KernelMemory memory;
+    try {
+      torch::jit::Stack cpu = cpuStack(slots, memory, /*resizable_outputs=*/true);
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &cpu);
+      for (const c10::IValue& value : cpu) {
+        std::vector<void*> bases;
+        if (value.isTensor()) {
+          bases.push_back(memory.deviceBaseOf(value.toTensor()));
+        } else if (value.isTensorList()) {
+          for (const at::Tensor& tensor : value.toTensorVector()) {
+            bases.push_back(memory.deviceBaseOf(tensor));
+          }
+        }
+        outcome->device_bases.push_back(std::move(bases));
+      }
+      outcome->returns = std::move(cpu);
+    } catch (...) {
+      outcome->error = std::current_exception();
+    }
+  });
+  stream.synchronize();
+  if (outcome->error) {
+    std::rethrow_exception(outcome->error);
+  }
+
+  std::vector<c10::IValue> results;
+  for (size_t r = 0; r < outcome->returns.size(); ++r) {
+    const c10::IValue& value = outcome->returns[r];
+    const at::Tensor* mutated_argument = nullptr;
+    const c10::AliasInfo* alias = schema.returns()[r].alias_info();
+    if (alias != nullptr && alias->isWrite()) {
+      for (size_t i = 0; i < num_args; ++i) {
+        const c10::AliasInfo* arg_alias = schema.arguments()[i].alias_info();
+        if (arg_alias != nullptr && arg_alias->beforeSets() == alias->beforeSets() && args[i].isTensor()) {
+          mutated_argument = &args[i].toTensor();
+        }
+      }
+    }
+    if (value.isTensor()) {
+      results.emplace_back(adoptSyncResult(value.toTensor(), outcome->device_bases[r][0], mutated_argument, args,
+                                           device, stream));
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> list;
+      const auto tensors = value.toTensorVector();
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        list.push_back(adoptSyncResult(tensors[k], outcome->device_bases[r][k], nullptr, args, device, stream));
+      }
+      results.emplace_back(std::move(list));
+    } else {
+      results.push_back(value);
+    }
+  }
+  torch::jit::drop(*stack, num_args);
+  for (c10::IValue& result : results) {
+    stack->push_back(std::move(result));
+  }
+}
+
+}  // namespace
+
+void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  const auto args = torch::jit::last(*stack, schema.arguments().size());
+  const c10::DeviceIndex device = operatorDevice(schema, args);
+  ScopedDevice on_device(device);
+  const MydevStream stream = getCurrentMydevStream(device);
+  if (runsSynchronously(schema) || !tryAsynchronously(op, stack, device, stream)) {
+    runSynchronously(op, stack, device, stream);
+  }
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnDevice>()); }
+
+}  // namespace torch_mydev

@@ -1,0 +1,14 @@
+// The generic kernel tier (see Fallback.cpp), also callable by native kernels
+// that only need to route an operator to ATen's CPU implementation.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+namespace torch_mydev {
+
+// Runs `op` (arguments on `stack`, results left there) on the device of its
+// tensors, with ATen's CPU kernel over device memory.
+void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+}  // namespace torch_mydev

@@ -1,0 +1,53 @@
+// Queues a C++ callable as a kernel on a mydev stream. The callable runs later
+// on the stream's worker thread; an exception it throws fails the kernel, and
+// the error surfaces at the next synchronizing call (naming the kernel), as a
+// device-side error would on CUDA. Captures must own everything they use:
+// describe device tensors with DeviceTensorRef, never capture an at::Tensor of
+// the device (its destructor could need the GIL on the worker).
+#pragma once
+
+#include "../core/Exception.h"
+#include "../core/Stream.h"
+
+#include <c10/util/Exception.h>
+
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+namespace torch_mydev {
+
+namespace detail {
+
+template <typename F>
+struct KernelClosure {
+  F body;
+};
+
+template <typename F>
+void runKernelClosure(void* args) {
+  try {
+    static_cast<KernelClosure<F>*>(args)->body();
+  } catch (const c10::Error& e) {
+    mydevKernelFail(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    mydevKernelFail(e.what());
+  }
+}
+
+template <typename F>
+void releaseKernelClosure(void* args) {
+  delete static_cast<KernelClosure<F>*>(args);
+}
+
+}  // namespace detail
+
+template <typename F>
+void launchKernel(const char* name, const MydevStream& stream, F&& body) {
+  using Body = std::decay_t<F>;
+  auto* closure = new detail::KernelClosure<Body>{std::forward<F>(body)};
+  MYDEV_CHECK(mydevLaunchKernel(name, &detail::runKernelClosure<Body>, closure,
+                                &detail::releaseKernelClosure<Body>, stream.handle()));
+}
+
+}  // namespace torch_mydev
