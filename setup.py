@@ -1,0 +1,52 @@
+"""Build of torch_mydev: the Python package plus one C++ extension, torch_mydev._C,
+holding the simulated runtime (csrc/runtime), the PyTorch glue (csrc/core), the
+kernels (csrc/aten) and the Python bindings (csrc/python).
+
+Build without isolation so that the installed torch (pinned to 2.13.0) is the one
+compiled against:  pip install --no-build-isolation -e .
+"""
+import glob
+import os
+
+# torch autoloads installed backends on import, this one included; while it is
+# being built, its extension may be missing or stale.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+
+from setuptools import find_packages, setup  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def sources():
+    layers = ("runtime", "core", "aten", "python")
+    found = []
+    for layer in layers:
+        found += sorted(glob.glob(os.path.join("csrc", layer, "*.cpp")))
+    return found
+
+
+# scripts/bootstrap.sh installs the package metadata (the torch.backends entry
+# point) once with MYDEV_SKIP_EXTENSION=1, then compiles with
+# `setup.py build_ext --inplace`, whose ninja build directory (build/) persists;
+# pip's editable build would compile everything again in a throwaway directory.
+skip_extension = os.environ.get("MYDEV_SKIP_EXTENSION") == "1"
+
+setup(
+    name="torch_mydev",
+    version="0.1.0",
+    description="mydev: a simulated out-of-tree PyTorch accelerator backend (PrivateUse1)",
+    packages=find_packages(include=["torch_mydev", "torch_mydev.*"]),
+    python_requires=">=3.10",
+    install_requires=["torch==2.13.0", "numpy"],
+    ext_modules=[] if skip_extension else [
+        CppExtension(
+            "torch_mydev._C",
+            sources(),
+            include_dirs=[os.path.join(ROOT, "csrc", "runtime", "include")],
+            extra_compile_args={"cxx": ["-O2", "-g0", "-Wno-interference-size"]},
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    entry_points={"torch.backends": ["torch_mydev = torch_mydev:_autoload"]},
+)

@@ -1,0 +1,76 @@
+"""Random number generation state of mydev devices, in the shape of torch.cuda's RNG API.
+
+Each device has a default torch.Generator (device mydev:N); random operators
+on a device draw from it unless given their own generator."""
+import torch
+
+from torch_mydev import _C
+from torch_mydev.mydev.device import _get_device_index, device_count
+from torch_mydev.mydev.lazy_init import _lazy_call, _lazy_init
+
+
+def _default_generator(index):
+    _lazy_init()
+    return _C._default_generator(index)
+
+
+def get_rng_state(device="mydev"):
+    """The RNG state of a device as a ByteTensor (on the CPU)."""
+    return _default_generator(_get_device_index(device, optional=True)).get_state()
+
+
+def get_rng_state_all():
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state(new_state, device="mydev"):
+    index = _get_device_index(device, optional=True)
+    state = new_state.clone(memory_format=torch.contiguous_format)
+    _lazy_call(lambda: _default_generator(index).set_state(state))
+
+
+def set_rng_state_all(new_states):
+    for index, state in enumerate(new_states):
+        set_rng_state(state, index)
+
+
+def manual_seed(seed):
+    """Seeds the current device's generator."""
+    seed = int(seed)
+
+    def seed_current():
+        _default_generator(_C._current_device()).manual_seed(seed)
+
+    _lazy_call(seed_current)
+
+
+def manual_seed_all(seed):
+    """Seeds the generators of all devices."""
+    seed = int(seed)
+
+    def seed_all():
+        for index in range(device_count()):
+            _default_generator(index).manual_seed(seed)
+
+    _lazy_call(seed_all)
+
+
+def seed():
+    """Seeds the current device's generator with a non-deterministic random number."""
+    _lazy_call(lambda: _default_generator(_C._current_device()).seed())
+
+
+def seed_all():
+    """Seeds every device's generator with one non-deterministic random number."""
+
+    def reseed():
+        random_seed = _default_generator(0).seed()
+        for index in range(1, device_count()):
+            _default_generator(index).manual_seed(random_seed)
+
+    _lazy_call(reseed)
+
+
+def initial_seed():
+    """The seed of the current device's generator."""
+    return _default_generator(_C._current_device()).initial_seed()

@@ -1,0 +1,101 @@
+"""Streams and events. They are PyTorch's generic torch.Stream / torch.Event
+(which reach the runtime through mydev's DeviceGuardImplInterface), subclassed
+so that isinstance checks and the torch.cuda-style API work."""
+import torch
+
+from torch_mydev import _C
+from torch_mydev.mydev.device import _get_device_index
+from torch_mydev.mydev.lazy_init import _lazy_init
+
+
+class Stream(torch.Stream):
+    """A mydev stream: an ordered queue of work run asynchronously by its own worker.
+
+    ``priority`` follows CUDA: 0 is normal, a negative value is high priority.
+    """
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        _lazy_init()
+        if "stream_id" in kwargs:
+            return super().__new__(cls, priority=priority, **kwargs)
+        index = _get_device_index(device, optional=True)
+        return super().__new__(cls, torch.device("mydev", index), priority=priority)
+
+    def __repr__(self):
+        return f"<torch.mydev.Stream device=mydev:{self.device_index} stream_id={self.stream_id}>"
+
+
+class Event(torch.Event):
+    """A mydev event: marks a point in a stream; supports timing when ``enable_timing``."""
+
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False, device=None):
+        _lazy_init()
+        if interprocess:
+            raise RuntimeError("mydev events cannot be shared between processes (interprocess=True)")
+        index = _get_device_index(device, optional=True)
+        return super().__new__(cls, torch.device("mydev", index), enable_timing=enable_timing, blocking=blocking)
+
+    def elapsed_time(self, end_event):
+        """Milliseconds from this event to ``end_event``; both must be timing events that completed."""
+        if not isinstance(end_event, torch.Event):
+            raise TypeError(f"expected a torch.Event, got {type(end_event).__name__}")
+        return _C._event_elapsed_time(self.event_id, end_event.event_id)
+
+    def __repr__(self):
+        return f"<torch.mydev.Event device={self.device}>"
+
+
+def _wrap(stream):
+    return Stream(stream_id=stream.stream_id, device_index=stream.device_index, device_type=stream.device_type)
+
+
+def current_stream(device=None):
+    """The current stream of a mydev device for this thread."""
+    _lazy_init()
+    return _wrap(torch.accelerator.current_stream(_get_device_index(device, optional=True)))
+
+
+def default_stream(device=None):
+    """The default stream of a mydev device (stream id 0)."""
+    current = current_stream(device)
+    return Stream(stream_id=0, device_index=current.device_index, device_type=current.device_type)
+
+
+def set_stream(stream):
+    """Makes ``stream`` the current stream of its device for this thread."""
+    if stream is None:
+        return
+    _lazy_init()
+    torch.accelerator.set_stream(stream)
+
+
+class StreamContext:
+    """Context manager that makes a stream current on its device (and that device current)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.previous_stream = None
+        self.previous_device = None
+
+    def __enter__(self):
+        if self.stream is None:
+            return
+        _lazy_init()
+        self.previous_device = torch.accelerator.current_device_index()
+        if self.stream.device_index != self.previous_device:
+            torch.accelerator.set_device_index(self.stream.device_index)
+        self.previous_stream = torch.accelerator.current_stream(self.stream.device_index)
+        torch.accelerator.set_stream(self.stream)
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if self.stream is None:
+            return False
+        torch.accelerator.set_stream(self.previous_stream)
+        if self.stream.device_index != self.previous_device:
+            torch.accelerator.set_device_index(self.previous_device)
+        return False
+
+
+def stream(stream):
+    """``with torch.mydev.stream(s):`` runs the block's work on ``s``."""
+    return StreamContext(stream)
