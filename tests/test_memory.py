@@ -1,0 +1,156 @@
+"""Device memory: the caching allocator's statistics, empty_cache, OOM and
+recovery, pinned host memory, and the strict separation of device memory from
+host code."""
+import gc
+import signal
+
+import torch
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+from helpers import run_python
+
+MiB = 1024**2
+
+
+class TestCachingAllocator(TestCase):
+    def setUp(self):
+        super().setUp()
+        torch.mydev.synchronize()
+        gc.collect()
+
+    def test_allocated_bytes_follow_tensor_lifetimes(self):
+        baseline = torch.mydev.memory_allocated()
+        x = torch.empty(1000, dtype=torch.float32, device="mydev")  # 4000 bytes, rounded to 4096
+        self.assertEqual(torch.mydev.memory_allocated() - baseline, 4096)
+        self.assertEqual(torch.accelerator.memory_allocated(0) - baseline, 4096)
+        self.assertGreaterEqual(torch.mydev.memory_reserved(), torch.mydev.memory_allocated())
+        del x
+        self.assertEqual(torch.mydev.memory_allocated(), baseline)
+
+    def test_allocations_are_per_device(self):
+        before = (torch.mydev.memory_allocated(0), torch.mydev.memory_allocated(1))
+        y = torch.empty(3 * MiB, dtype=torch.uint8, device="mydev:1")
+        self.assertEqual(torch.mydev.memory_allocated(0), before[0])
+        self.assertEqual(torch.mydev.memory_allocated(1) - before[1], 3 * MiB)
+        del y
+
+    def test_peak_and_reset(self):
+        torch.mydev.reset_peak_memory_stats()
+        baseline = torch.mydev.memory_allocated()
+        x = torch.empty(8 * MiB, dtype=torch.uint8, device="mydev")
+        del x
+        self.assertEqual(torch.mydev.max_memory_allocated() - baseline, 8 * MiB)
+        torch.mydev.reset_peak_memory_stats()
+        self.assertEqual(torch.mydev.max_memory_allocated(), torch.mydev.memory_allocated())
+
+    def test_freed_blocks_are_cached_and_reused(self):
+        x = torch.empty(12 * MiB, dtype=torch.uint8, device="mydev")
+        address = x.data_ptr()
+        del x
+        reserved = torch.mydev.memory_reserved()
+        y = torch.empty(12 * MiB, dtype=torch.uint8, device="mydev")
+        self.assertEqual(y.data_ptr(), address)
+        self.assertEqual(torch.mydev.memory_reserved(), reserved)
+        del y
+
+    def test_empty_cache_returns_memory_to_the_device(self):
+        x = torch.empty(64 * MiB, dtype=torch.uint8, device="mydev")
+        free_while_held, total = torch.mydev.mem_get_info()
+        del x
+        torch.mydev.empty_cache()
+        free_after, total_after = torch.mydev.mem_get_info()
+        self.assertEqual(total, total_after)
+        self.assertGreaterEqual(free_after - free_while_held, 64 * MiB)
+        stats = torch.mydev.memory_stats()
+        self.assertEqual(stats["reserved_bytes.all.current"], torch.mydev.memory_reserved())
+        self.assertGreater(stats["num_device_free"], 0)
+
+    def test_memory_summary_shows_the_statistics(self):
+        x = torch.empty(5 * MiB, dtype=torch.uint8, device="mydev")
+        summary = torch.mydev.memory_summary()
+        self.assertIn("mydev memory summary, device ID 0", summary)
+        self.assertIn("Allocated memory", summary)
+        del x
+
+    def test_soak_100k_allocate_free_cycles_return_to_baseline(self):
+        baseline = torch.mydev.memory_allocated()
+        sizes = [1, 17, 512, 4096, 70000, 300000]
+        for i in range(100_000):
+            tensor = torch.empty(sizes[i % len(sizes)], dtype=torch.uint8, device="mydev")
+            del tensor
+        self.assertEqual(torch.mydev.memory_allocated(), baseline)
+        self.assertEqual(torch.mydev.memory_stats()["num_ooms"], 0)
+
+
+class TestOutOfMemory(TestCase):
+    def test_out_of_memory_raises_and_the_process_recovers(self):
+        total = torch.mydev.get_device_properties(0).total_memory
+        with self.assertRaisesRegex(torch.OutOfMemoryError, r"mydev out of memory. Tried to allocate 5\.00 GiB"):
+            torch.empty(5 * 1024**3, dtype=torch.uint8, device="mydev")
+        self.assertEqual(total, 4 * 1024**3)
+        x = torch.ones(1000, device="mydev")
+        self.assertEqual(x.sum().item(), 1000.0)
+
+    def test_filling_a_small_device_then_recovering(self):
+        result = run_python(
+            """
+            import torch
+            held = []
+            try:
+                for _ in range(100):
+                    held.append(torch.ones(4 * 1024 * 1024, device="mydev"))  # 16 MiB each
+                print("no oom")
+            except torch.OutOfMemoryError as error:
+                print(len(held), "mydev:0" in str(error), "64.00 MiB" in str(error))
+            held.clear()
+            x = torch.full((1024,), 2.0, device="mydev")
+            print((x * 3).sum().item(), torch.mydev.memory_stats()["num_ooms"])
+            """,
+            env={"MYDEV_DEVICE_MEMORY": "64MiB"},
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[0].split()[1:], ["True", "True"])
+        self.assertIn(int(lines[0].split()[0]), (3, 4))
+        self.assertEqual(lines[1].split(), ["6144.0", "1"])
+
+
+class TestPinnedMemory(TestCase):
+    def test_pinned_host_memory(self):
+        pinned = torch.arange(1000.0).pin_memory()
+        self.assertTrue(pinned.is_pinned())
+        self.assertFalse(torch.arange(3.0).is_pinned())
+        fresh = torch.empty(10, pin_memory=True)
+        self.assertTrue(fresh.is_pinned())
+
+    def test_non_blocking_round_trip_through_pinned_memory(self):
+        source = torch.randn(1 << 16).pin_memory()
+        on_device = source.to("mydev", non_blocking=True)
+        back = torch.empty(1 << 16).pin_memory()
+        back.copy_(on_device * 2, non_blocking=True)
+        torch.mydev.current_stream().synchronize()
+        self.assertEqual(back, source * 2)
+
+
+class TestDeviceMemoryIsNotHostMemory(TestCase):
+    def test_host_access_to_device_memory_faults_loudly(self):
+        result = run_python(
+            """
+            import ctypes
+            import torch
+            x = torch.ones(4, device="mydev")
+            print("read", ctypes.c_float.from_address(x.data_ptr()).value, flush=True)
+            """
+        )
+        self.assertEqual(result.returncode, -signal.SIGSEGV, result.stdout + result.stderr)
+        self.assertNotIn("read", result.stdout)
+        self.assertIn("mydev: illegal memory access", result.stderr)
+
+    def test_device_pointers_resolve_to_their_device(self):
+        x = torch.ones(4, device="mydev:1")
+        self.assertEqual(x.untyped_storage().device, torch.device("mydev:1"))
+        self.assertNotEqual(x.data_ptr(), 0)
+
+
+if __name__ == "__main__":
+    run_tests()

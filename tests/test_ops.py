@@ -1,0 +1,140 @@
+"""Ordinary PyTorch programs on mydev through the generic kernel tier (ATen's
+CPU kernels run over device memory on the stream worker): every result is
+compared with the same computation on the CPU."""
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+
+def reference(tensor):
+    return tensor.detach().cpu()
+
+
+class TestMydevOps(TestCase):
+    @dtypes(torch.float32, torch.float64, torch.int64, torch.int8, torch.bool, torch.complex64, torch.bfloat16)
+    def test_elementwise_and_reductions(self, device, dtype):
+        generator = torch.Generator().manual_seed(3)
+        a = (torch.randn(17, 9, generator=generator) * 10).to(dtype)
+        b = (torch.randn(17, 9, generator=generator) * 10).to(dtype)
+        da, db = a.to(device), b.to(device)
+        if dtype is not torch.bool:
+            self.assertEqual(reference(da + db), a + b)
+            self.assertEqual(reference(da * db), a * b)
+            self.assertEqual(reference(da.sum(dim=0)), a.sum(dim=0))
+        self.assertEqual(reference(da == db), a == b)
+        self.assertEqual(reference(torch.where(da != db, da, db)), torch.where(a != b, a, b))
+        self.assertEqual(reference(da.t().contiguous()), a.t().contiguous())
+
+    def test_linear_forward_and_backward(self, device):
+        torch.manual_seed(0)
+        layer = nn.Linear(16, 8)
+        device_layer = copy.deepcopy(layer).to(device)
+        inputs = torch.randn(5, 16, requires_grad=True)
+        device_inputs = inputs.detach().to(device).requires_grad_()
+        out, device_out = layer(inputs), device_layer(device_inputs)
+        self.assertEqual(reference(device_out), out)
+        out.square().mean().backward()
+        device_out.square().mean().backward()
+        self.assertEqual(reference(device_inputs.grad), inputs.grad)
+        self.assertEqual(reference(device_layer.weight.grad), layer.weight.grad)
+        self.assertEqual(reference(device_layer.bias.grad), layer.bias.grad)
+        self.assertEqual(device_layer.weight.grad.device, torch.device(device))
+
+    def test_softmax_family_and_norms(self, device):
+        x = torch.randn(6, 10, requires_grad=True)
+        dx = x.detach().to(device).requires_grad_()
+        for fn in (
+            lambda t: F.softmax(t, dim=1),
+            lambda t: F.log_softmax(t, dim=0),
+            lambda t: F.layer_norm(t, (10,)),
+            lambda t: F.gelu(t),
+        ):
+            out, device_out = fn(x), fn(dx)
+            self.assertEqual(reference(device_out), out)
+            grad_out = torch.randn_like(out)
+            (grad,) = torch.autograd.grad(out, x, grad_out)
+            (device_grad,) = torch.autograd.grad(device_out, dx, grad_out.to(device))
+            self.assertEqual(reference(device_grad), grad)
+
+    def test_convolution_and_pooling(self, device):
+        torch.manual_seed(1)
+        model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.BatchNorm2d(4))
+        device_model = copy.deepcopy(model).to(device)
+        images = torch.randn(2, 3, 8, 8)
+        out, device_out = model(images), device_model(images.to(device))
+        self.assertEqual(reference(device_out), out, atol=1e-5, rtol=1e-4)
+        out.sum().backward()
+        device_out.sum().backward()
+        self.assertEqual(reference(device_model[0].weight.grad), model[0].weight.grad, atol=1e-4, rtol=1e-4)
+        self.assertEqual(reference(device_model[3].running_mean), model[3].running_mean)
+
+    def test_training_matches_cpu(self, device):
+        torch.manual_seed(2)
+        model = nn.Sequential(nn.Embedding(20, 8), nn.Flatten(), nn.Linear(32, 16), nn.Tanh(), nn.Linear(16, 5))
+        device_model = copy.deepcopy(model).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        device_optimizer = torch.optim.Adam(device_model.parameters(), lr=1e-2)
+        tokens = torch.randint(0, 20, (12, 4))
+        labels = torch.randint(0, 5, (12,))
+        for _ in range(5):
+            for net, opt, x, y in (
+                (model, optimizer, tokens, labels),
+                (device_model, device_optimizer, tokens.to(device), labels.to(device)),
+            ):
+                opt.zero_grad()
+                loss = F.cross_entropy(net(x), y)
+                loss.backward()
+                opt.step()
+        for p, device_p in zip(model.parameters(), device_model.parameters()):
+            self.assertEqual(reference(device_p), p, atol=1e-5, rtol=1e-5)
+
+    def test_out_and_inplace_variants(self, device):
+        a, b = torch.randn(4, 5), torch.randn(4, 5)
+        out = torch.empty(0, device=device)
+        torch.add(a.to(device), b.to(device), alpha=2, out=out)
+        self.assertEqual(out.shape, (4, 5))
+        self.assertEqual(reference(out), torch.add(a, b, alpha=2))
+        da = a.to(device)
+        da.mul_(b.to(device)).sub_(1)
+        self.assertEqual(reference(da), a * b - 1)
+        with self.assertRaisesRegex(RuntimeError, "size of tensor a .* must match"):
+            torch.ones(3, device=device) + torch.ones(4, device=device)
+
+    def test_data_dependent_outputs(self, device):
+        x = torch.tensor([3.0, 0.0, -1.0, 3.0, 5.0, 0.0])
+        dx = x.to(device)
+        self.assertEqual(reference(dx.nonzero()), x.nonzero())
+        self.assertEqual(reference(dx[dx > 0]), x[x > 0])
+        self.assertEqual(reference(torch.masked_select(dx, dx < 1)), torch.masked_select(x, x < 1))
+        self.assertEqual(reference(torch.unique(dx)), torch.unique(x))
+        self.assertTrue(torch.equal(dx, dx.clone()))
+        self.assertEqual(reference(dx.sort().values), x.sort().values)
+        self.assertEqual(reference(torch.cat([dx, dx[:2]])), torch.cat([x, x[:2]]))
+        self.assertEqual([reference(t) for t in dx.split(4)], list(x.split(4)))
+
+    def test_random_sampling_follows_the_device_generator(self, device):
+        torch.mydev.manual_seed(42)
+        first = reference(torch.randn(100, device=device))
+        state = torch.mydev.get_rng_state()
+        second = reference(torch.rand(100, device=device))
+        torch.mydev.set_rng_state(state)
+        self.assertEqual(reference(torch.rand(100, device=device)), second)
+        torch.mydev.manual_seed(42)
+        self.assertEqual(reference(torch.randn(100, device=device)), first)
+        generator = torch.Generator(device=device).manual_seed(5)
+        drawn = reference(torch.randint(0, 100, (50,), device=device, generator=generator))
+        generator.manual_seed(5)
+        self.assertEqual(reference(torch.randint(0, 100, (50,), device=device, generator=generator)), drawn)
+        self.assertTrue(0 < first.std() < 2)
+        dropped = F.dropout(torch.ones(1000, device=device), p=0.5)
+        self.assertTrue(300 < int((reference(dropped) == 0).sum()) < 700)
+
+
+instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
+
+if __name__ == "__main__":
+    run_tests()
