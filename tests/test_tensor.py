@@ -51,6 +51,10 @@ class TestCreation(TestCase):
             torch.empty(-1, device="mydev")
         with self.assertRaisesRegex(RuntimeError, "Only dense CPU tensors can be pinned"):
             torch.empty(2, device="mydev", pin_memory=True)
+        with self.assertRaisesRegex(NotImplementedError, "'Quantizedmydev' backend"):
+            torch.empty(2, device="mydev", dtype=torch.qint8)
+        with self.assertRaisesRegex(NotImplementedError, "'Sparsemydev' backend"):
+            torch.empty(2, device="mydev", layout=torch.sparse_coo)
 
 
 class TestCopies(TestCase):

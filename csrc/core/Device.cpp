@@ -33,7 +33,7 @@ void setDevice(c10::DeviceIndex device) {
 }
 
 c10::DeviceIndex resolveDevice(c10::DeviceIndex device) {
-  if (device < 0) {
+  if (device == -1) {
     return currentDevice();
   }
   checkDeviceIndex(device);

@@ -12,7 +12,7 @@ c10::DeviceIndex currentDevice();
 void setDevice(c10::DeviceIndex device);
 // Throws a clear error for an index outside [0, deviceCount()).
 void checkDeviceIndex(c10::DeviceIndex device);
-// -1 means "the current device".
+// -1 means "the current device"; any other index must be valid.
 c10::DeviceIndex resolveDevice(c10::DeviceIndex device);
 
 // Switches the runtime's current device for a scope, only if it differs.
