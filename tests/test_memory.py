@@ -53,6 +53,30 @@ class TestCachingAllocator(TestCase):
         self.assertEqual(torch.mydev.memory_reserved(), reserved)
         del y
 
+    def test_record_stream_delays_reuse_until_the_other_stream_is_done(self):
+        blocker, side = torch.mydev.Stream(), torch.mydev.Stream()
+        with torch.mydev.stream(blocker):
+            big = torch.randn(1024, 1024, device="mydev")
+            for _ in range(6):
+                big = big @ big / 1024
+            busy = torch.mydev.Event()
+            busy.record()
+        side.wait_event(busy)  # the side stream cannot start before the blocker's matmuls end
+        x = torch.ones(12 * MiB, dtype=torch.uint8, device="mydev")
+        address = x.data_ptr()
+        with torch.mydev.stream(side):
+            x.add_(1)
+        x.record_stream(side)
+        del x
+        y = torch.empty(12 * MiB, dtype=torch.uint8, device="mydev")
+        self.assertNotEqual(y.data_ptr(), address, "a block still in use on another stream was reused")
+        side.synchronize()
+        reserved = torch.mydev.memory_reserved()
+        z = torch.empty(12 * MiB, dtype=torch.uint8, device="mydev")
+        self.assertEqual(torch.mydev.memory_reserved(), reserved)
+        self.assertEqual(z.data_ptr(), address)
+        del y, z
+
     def test_empty_cache_returns_memory_to_the_device(self):
         x = torch.empty(64 * MiB, dtype=torch.uint8, device="mydev")
         free_while_held, total = torch.mydev.mem_get_info()
