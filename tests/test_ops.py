@@ -116,6 +116,18 @@ class TestMydevOps(TestCase):
         self.assertEqual(reference(torch.cat([dx, dx[:2]])), torch.cat([x, x[:2]]))
         self.assertEqual([reference(t) for t in dx.split(4)], list(x.split(4)))
 
+    def test_embedding_bag(self, device):
+        torch.manual_seed(4)
+        bag = nn.EmbeddingBag(10, 4, mode="mean")
+        device_bag = copy.deepcopy(bag).to(device)
+        indices, offsets = torch.tensor([1, 2, 3, 4, 9]), torch.tensor([0, 2])
+        out = bag(indices, offsets)
+        device_out = device_bag(indices.to(device), offsets.to(device))
+        self.assertEqual(reference(device_out), out)
+        out.sum().backward()
+        device_out.sum().backward()
+        self.assertEqual(reference(device_bag.weight.grad), bag.weight.grad)
+
     def test_random_sampling_follows_the_device_generator(self, device):
         torch.mydev.manual_seed(42)
         first = reference(torch.randn(100, device=device))

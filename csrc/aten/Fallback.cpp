@@ -35,6 +35,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace torch_mydev {
@@ -102,7 +103,20 @@ bool isGeneratorArgument(const c10::Argument& argument) {
   return argument.type()->isSubtypeOf(*c10::OptionalType::create(c10::GeneratorType::get()));
 }
 
+// Operators whose Meta kernel predicts output shapes that ATen's CPU kernel
+// does not produce (the async path would fail them loudly at run time).
+bool metaDisagreesWithCpu(const c10::OperatorName& name) {
+  static const std::unordered_set<std::string> names = {
+      "aten::_embedding_bag",
+      "aten::_embedding_bag_forward_only",
+  };
+  return names.count(name.name) > 0;
+}
+
 bool runsSynchronously(const c10::FunctionSchema& schema) {
+  if (metaDisagreesWithCpu(schema.operator_name())) {
+    return true;
+  }
   for (const c10::Argument& argument : schema.arguments()) {
     if (isGeneratorArgument(argument)) {
       return true;
