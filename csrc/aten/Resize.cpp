@@ -23,8 +23,12 @@ void resizeStorageBytes(const c10::Storage& storage, size_t new_bytes) {
   c10::DataPtr new_data = cachingAllocator()->allocate(new_bytes);
   const size_t copy_bytes = std::min(impl->nbytes(), new_bytes);
   if (copy_bytes > 0 && impl->data() != nullptr) {
+    const MydevStream stream = getCurrentMydevStream(device);
     MYDEV_CHECK(mydevMemcpyAsync(new_data.get(), impl->data(), copy_bytes, mydevMemcpyDeviceToDevice,
-                                 getCurrentMydevStream(device).handle()));
+                                 stream.handle()));
+    // The old block may belong to another stream's pool: keep it from reuse
+    // until the copy that reads it has run.
+    cachingAllocator()->recordStream(impl->data_ptr(), stream.unwrap());
   }
   impl->set_data_ptr_noswap(std::move(new_data));
   impl->set_nbytes(new_bytes);
