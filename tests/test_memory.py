@@ -105,6 +105,45 @@ class TestCachingAllocator(TestCase):
         self.assertEqual(torch.mydev.memory_allocated(), baseline)
         self.assertEqual(torch.mydev.memory_stats()["num_ooms"], 0)
 
+    def test_per_process_memory_fraction_caps_reservations(self):
+        self.addCleanup(torch.mydev.set_per_process_memory_fraction, 1.0, 1)
+        torch.mydev.empty_cache()
+        self.assertEqual(torch.mydev.get_per_process_memory_fraction(1), 1.0)
+        torch.mydev.set_per_process_memory_fraction(0.25, 1)  # 1 GiB of the 4 GiB device
+        self.assertEqual(torch.mydev.get_per_process_memory_fraction(1), 0.25)
+        self.assertEqual(torch.mydev.get_per_process_memory_fraction(0), 1.0)
+        with self.assertRaisesRegex(torch.OutOfMemoryError, r"at most 1\.00 GiB on mydev:1 .*fraction\(0\.25\)"):
+            torch.empty(1100 * MiB, dtype=torch.uint8, device="mydev:1")
+        within = torch.empty(900 * MiB, dtype=torch.uint8, device="mydev:1")
+        with self.assertRaises(torch.OutOfMemoryError):
+            torch.empty(200 * MiB, dtype=torch.uint8, device="mydev:1")
+        del within
+        again = torch.empty(200 * MiB, dtype=torch.uint8, device="mydev:1")
+        self.assertEqual(again.numel(), 200 * MiB)
+        del again
+        with self.assertRaisesRegex(RuntimeError, "Invalid fraction value: 1.5"):
+            torch.mydev.set_per_process_memory_fraction(1.5)
+        with self.assertRaisesRegex(TypeError, "must be `float`"):
+            torch.mydev.set_per_process_memory_fraction(1)
+
+    def test_raw_allocations_through_the_caching_allocator(self):
+        baseline = torch.mydev.memory_allocated(1)
+        side = torch.mydev.Stream(device="mydev:1")
+        address = torch.mydev.caching_allocator_alloc(3 * MiB, device=1, stream=side)
+        self.assertEqual(torch.mydev.memory_allocated(1) - baseline, 3 * MiB)
+        torch.mydev.caching_allocator_delete(address)
+        self.assertEqual(torch.mydev.memory_allocated(1), baseline)
+        with self.assertRaisesRegex(RuntimeError, "invalid device pointer"):
+            torch.mydev.caching_allocator_delete(address)
+
+    def test_nested_statistics_match_the_flat_ones(self):
+        x = torch.empty(5000, device="mydev")
+        flat = torch.mydev.memory_stats()
+        nested = torch.mydev.memory_stats_as_nested_dict()
+        self.assertEqual(nested["allocated_bytes"]["all"]["current"], flat["allocated_bytes.all.current"])
+        self.assertEqual(nested["num_ooms"], flat["num_ooms"])
+        del x
+
 
 class TestOutOfMemory(TestCase):
     def test_out_of_memory_raises_and_the_process_recovers(self):
@@ -146,6 +185,19 @@ class TestPinnedMemory(TestCase):
         self.assertFalse(torch.arange(3.0).is_pinned())
         fresh = torch.empty(10, pin_memory=True)
         self.assertTrue(fresh.is_pinned())
+
+    def test_host_memory_statistics(self):
+        torch.mydev.reset_peak_host_memory_stats()
+        before = torch.mydev.host_memory_stats()
+        pinned = torch.empty(3000, dtype=torch.uint8, pin_memory=True)
+        during = torch.mydev.host_memory_stats()
+        self.assertEqual(during["active_requests.current"] - before.get("active_requests.current", 0), 1)
+        self.assertGreaterEqual(during["active_bytes.current"] - before.get("active_bytes.current", 0), 3000)
+        self.assertEqual(torch.mydev.host_memory_stats_as_nested_dict()["active_requests"]["current"],
+                         during["active_requests.current"])
+        del pinned
+        self.assertEqual(torch.mydev.host_memory_stats()["active_requests.current"],
+                         during["active_requests.current"] - 1)
 
     def test_non_blocking_round_trip_through_pinned_memory(self):
         source = torch.randn(1 << 16).pin_memory()

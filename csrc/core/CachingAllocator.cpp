@@ -15,6 +15,7 @@
 #include <c10/util/flat_hash_map.h>
 
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -178,6 +179,23 @@ class DeviceCache {
     return stats_;
   }
 
+  void setMemoryFraction(double fraction) {
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    {
+      ScopedDevice on_device(device_);
+      MYDEV_CHECK(mydevMemGetInfo(&free_bytes, &total_bytes));
+    }
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    fraction_ = fraction;
+    allowed_bytes_ = static_cast<size_t>(fraction * static_cast<double>(total_bytes));
+  }
+
+  double memoryFraction() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    return fraction_;
+  }
+
   void resetAccumulatedStats() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     forEachStatArray([](StatArray& array) {
@@ -243,12 +261,12 @@ class DeviceCache {
     const size_t segment = segmentSize(size);
     ScopedDevice on_device(device_);
     void* ptr = nullptr;
-    mydevError_t status = mydevMalloc(&ptr, segment);
+    mydevError_t status = mallocWithinFraction(&ptr, segment);
     if (status == mydevErrorMemoryAllocation) {
       ++stats_.num_alloc_retries;
       waitForPendingFrees();
       releaseCachedSegments();
-      status = mydevMalloc(&ptr, segment);
+      status = mallocWithinFraction(&ptr, segment);
     }
     if (status == mydevErrorMemoryAllocation) {
       ++stats_.num_ooms;
@@ -262,13 +280,36 @@ class DeviceCache {
                        ". mydev:", static_cast<int>(device_), " has a total capacity of ", formatBytes(total_bytes),
                        " of which ", formatBytes(free_bytes), " is free. Of the allocated memory ",
                        formatBytes(allocated), " is allocated by PyTorch, and ", formatBytes(reserved - allocated),
-                       " is reserved by PyTorch but unallocated. The capacity is set by MYDEV_DEVICE_MEMORY.");
+                       " is reserved by PyTorch but unallocated. ", limitDescription());
     }
     MYDEV_CHECK(status);
     ++stats_.num_device_alloc;
     updateStat(&DeviceStats::segment, is_small, 1);
     updateStat(&DeviceStats::reserved_bytes, is_small, static_cast<int64_t>(segment));
     return new Block(device_, stream.id(), segment, ptr, is_small);
+  }
+
+  size_t reservedBytes() const {
+    return static_cast<size_t>(stats_.reserved_bytes[static_cast<size_t>(StatType::AGGREGATE)].current);
+  }
+
+  // The per-process limit (torch.mydev.set_per_process_memory_fraction) is
+  // this allocator's own: the runtime only knows the device capacity.
+  mydevError_t mallocWithinFraction(void** ptr, size_t segment) {
+    if (reservedBytes() + segment > allowed_bytes_) {
+      return mydevErrorMemoryAllocation;
+    }
+    return mydevMalloc(ptr, segment);
+  }
+
+  std::string limitDescription() const {
+    if (allowed_bytes_ == std::numeric_limits<size_t>::max()) {
+      return "The capacity is set by MYDEV_DEVICE_MEMORY.";
+    }
+    std::ostringstream out;
+    out << "This process may reserve at most " << formatBytes(allowed_bytes_) << " on mydev:"
+        << static_cast<int>(device_) << " (set_per_process_memory_fraction(" << fraction_ << ")).";
+    return out.str();
   }
 
   void returnToPool(Block* block) {
@@ -349,6 +390,8 @@ class DeviceCache {
   BlockPool small_blocks_;
   BlockPool large_blocks_;
   std::deque<std::pair<MydevEvent, Block*>> pending_frees_;
+  double fraction_ = 1.0;
+  size_t allowed_bytes_ = std::numeric_limits<size_t>::max();
 };
 
 void deleteBlock(void* ptr);
@@ -418,7 +461,7 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
     {
       std::lock_guard<std::mutex> lock(blocks_mutex_);
       auto it = allocated_blocks_.find(ptr);
-      TORCH_INTERNAL_ASSERT(it != allocated_blocks_.end(), "mydev allocator: freeing an unknown pointer");
+      TORCH_CHECK(it != allocated_blocks_.end(), "mydev allocator: invalid device pointer ", ptr, " (not allocated by it, or already freed)");
       block = it->second;
       allocated_blocks_.erase(it);
     }
@@ -467,5 +510,13 @@ REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
 
 c10::DeviceAllocator* cachingAllocator() { return &g_allocator; }
 
+void setMemoryFraction(double fraction, c10::DeviceIndex device) {
+  TORCH_CHECK(fraction >= 0.0 && fraction <= 1.0, "Invalid fraction value: ", fraction, ". Allowed range: 0~1");
+  g_allocator.cache(resolveDevice(device)).setMemoryFraction(fraction);
+}
+
+double memoryFraction(c10::DeviceIndex device) { return g_allocator.cache(resolveDevice(device)).memoryFraction(); }
+
+void rawDelete(void* ptr) { g_allocator.free(ptr); }
 
 }  // namespace torch_mydev

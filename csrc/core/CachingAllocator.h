@@ -8,4 +8,13 @@ namespace torch_mydev {
 
 c10::DeviceAllocator* cachingAllocator();
 
+// Caps what the allocator may reserve on a device at fraction x its capacity,
+// as torch.cuda.set_per_process_memory_fraction does.
+void setMemoryFraction(double fraction, c10::DeviceIndex device);
+double memoryFraction(c10::DeviceIndex device);
+
+// Frees a pointer from raw_allocate; unlike the DataPtr deleter it raises for
+// a pointer the allocator does not own.
+void rawDelete(void* ptr);
+
 }  // namespace torch_mydev

@@ -1,9 +1,11 @@
 // torch_mydev._C: the Python face of the glue. Only what Python cannot reach
 // through PyTorch's own generic APIs (torch.accelerator, torch.Stream,
 // torch.Event, torch.Generator) is bound here.
+#include "../core/CachingAllocator.h"
 #include "../core/Device.h"
 #include "../core/Exception.h"
 #include "../core/Generator.h"
+#include "../core/HostAllocator.h"
 
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/device_lazy_init.h>
@@ -25,6 +27,40 @@ mydevDeviceProp deviceProperties(c10::DeviceIndex device) {
   mydevDeviceProp properties{};
   MYDEV_CHECK(mydevGetDeviceProperties(&properties, resolveDevice(device)));
   return properties;
+}
+
+py::dict statToDict(const c10::CachingAllocator::Stat& stat) {
+  py::dict result;
+  result["current"] = stat.current;
+  result["peak"] = stat.peak;
+  result["allocated"] = stat.allocated;
+  result["freed"] = stat.freed;
+  return result;
+}
+
+py::dict durationToDict(const c10::CachingAllocator::DurationStat& stat) {
+  py::dict result;
+  result["total"] = stat.total;
+  result["max"] = stat.max;
+  result["min"] = stat.min;
+  result["count"] = stat.count;
+  result["avg"] = stat.count == 0 ? 0 : stat.total / stat.count;
+  return result;
+}
+
+// The same nesting as torch.cuda.host_memory_stats_as_nested_dict().
+py::dict hostMemoryStats() {
+  const at::HostStats stats = hostAllocator()->get_stats();
+  py::dict result;
+  result["allocations"] = statToDict(stats.allocations);
+  result["allocated_bytes"] = statToDict(stats.allocated_bytes);
+  result["active_requests"] = statToDict(stats.active_requests);
+  result["active_bytes"] = statToDict(stats.active_bytes);
+  result["num_host_alloc"] = stats.num_host_alloc;
+  result["num_host_free"] = stats.num_host_free;
+  result["host_alloc_time"] = durationToDict(stats.host_alloc_time);
+  result["host_free_time"] = durationToDict(stats.host_free_time);
+  return result;
 }
 
 }  // namespace
@@ -69,6 +105,20 @@ PYBIND11_MODULE(_C, m) {
                                       reinterpret_cast<mydevEvent_t>(end)));
     return static_cast<double>(milliseconds);
   });
+
+  m.def("_set_memory_fraction", [](double fraction, int device) {
+    setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(device));
+  });
+  m.def("_get_memory_fraction", [](int device) { return memoryFraction(static_cast<c10::DeviceIndex>(device)); });
+  // Allocates on the current device and stream, like torch.cuda.caching_allocator_alloc.
+  m.def("_caching_allocator_alloc",
+        [](size_t size) { return reinterpret_cast<uintptr_t>(cachingAllocator()->raw_allocate(size)); });
+  m.def("_caching_allocator_delete",
+        [](uintptr_t ptr) { rawDelete(reinterpret_cast<void*>(ptr)); });
+
+  m.def("_host_memory_stats", &hostMemoryStats);
+  m.def("_reset_accumulated_host_memory_stats", [] { hostAllocator()->reset_accumulated_stats(); });
+  m.def("_reset_peak_host_memory_stats", [] { hostAllocator()->reset_peak_stats(); });
 
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(

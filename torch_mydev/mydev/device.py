@@ -92,3 +92,8 @@ def get_device_name(device=None):
 def get_device_capability(device=None):
     properties = get_device_properties(device)
     return properties.major, properties.minor
+
+
+def is_bf16_supported(including_emulation=True):
+    """bfloat16 kernels exist for every operator that has them on the CPU."""
+    return is_available()

@@ -2,10 +2,16 @@
 
 The numbers come from mydev's caching allocator through PyTorch's generic
 torch.accelerator memory API (mydev registers a c10::DeviceAllocator)."""
+import warnings
+
 import torch
 
+from torch_mydev import _C
 from torch_mydev.mydev.device import _get_device_index
+from torch_mydev.mydev.device import device as _device_context
 from torch_mydev.mydev.lazy_init import _lazy_init, is_initialized
+from torch_mydev.mydev.streams import current_stream
+from torch_mydev.mydev.streams import stream as _stream_context
 
 
 def _index(device):
@@ -18,6 +24,18 @@ def memory_stats(device=None):
     if not is_initialized():
         return {}
     return dict(torch.accelerator.memory_stats(_index(device)))
+
+
+def memory_stats_as_nested_dict(device=None):
+    """memory_stats() nested by its dotted keys, as torch.cuda.memory_stats_as_nested_dict."""
+    nested = {}
+    for key, value in memory_stats(device).items():
+        *path, leaf = key.split(".")
+        level = nested
+        for part in path:
+            level = level.setdefault(part, {})
+        level[leaf] = value
+    return nested
 
 
 def memory_allocated(device=None):
@@ -42,6 +60,17 @@ def reset_peak_memory_stats(device=None):
     torch.accelerator.reset_peak_memory_stats(_index(device))
 
 
+def reset_max_memory_allocated(device=None):
+    """Deprecated spelling kept for torch.cuda parity: resets every peak statistic."""
+    warnings.warn(
+        "torch.mydev.reset_max_memory_allocated now calls torch.mydev.reset_peak_memory_stats, "
+        "which resets all peak memory stats.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    reset_peak_memory_stats(device)
+
+
 def reset_accumulated_memory_stats(device=None):
     torch.accelerator.reset_accumulated_memory_stats(_index(device))
 
@@ -50,6 +79,64 @@ def empty_cache():
     """Returns the cached, unused device memory of every device to the runtime."""
     if is_initialized():
         torch.accelerator.empty_cache()
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Caps what this process's allocator may reserve on a device at fraction x its capacity.
+
+    Allocations beyond the cap raise torch.OutOfMemoryError, as on CUDA."""
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    _C._set_memory_fraction(fraction, _index(device))
+
+
+def get_per_process_memory_fraction(device=None):
+    """The fraction set by set_per_process_memory_fraction (1.0 when none was set)."""
+    return _C._get_memory_fraction(_index(device))
+
+
+def caching_allocator_alloc(size, device=None, stream=None):
+    """Raw device memory from the caching allocator, as an integer address; free with caching_allocator_delete.
+
+    The block belongs to `stream` (default: the device's current stream), like any tensor allocated there."""
+    index = _index(device)
+    with _device_context(index), _stream_context(stream if stream is not None else current_stream(index)):
+        return _C._caching_allocator_alloc(size)
+
+
+def caching_allocator_delete(mem_ptr):
+    """Returns memory from caching_allocator_alloc to the allocator."""
+    _C._caching_allocator_delete(mem_ptr)
+
+
+def host_memory_stats_as_nested_dict():
+    """Statistics of the pinned host memory allocator, nested as torch.cuda.host_memory_stats_as_nested_dict."""
+    if not is_initialized():
+        return {}
+    return _C._host_memory_stats()
+
+
+def host_memory_stats():
+    """Flat, sorted view of host_memory_stats_as_nested_dict(), as torch.cuda.host_memory_stats."""
+    flat = {}
+
+    def add(prefix, value):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                add(f"{prefix}.{key}" if prefix else key, inner)
+        else:
+            flat[prefix] = value
+
+    add("", host_memory_stats_as_nested_dict())
+    return dict(sorted(flat.items()))
+
+
+def reset_accumulated_host_memory_stats():
+    _C._reset_accumulated_host_memory_stats()
+
+
+def reset_peak_host_memory_stats():
+    _C._reset_peak_host_memory_stats()
 
 
 def mem_get_info(device=None):
