@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the simulated device runtime together with its test program and runs
 # it. No PyTorch involved. Usage: csrc/runtime/tests/build_and_run.sh [--sanitize]
+# (MYDEV_SANITIZE=1 in the environment does the same as --sanitize).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -9,7 +10,7 @@ cd "$root"
 flags=(-std=c++17 -O1 -g -pthread -Wall -Wextra -Icsrc/runtime/include)
 build_dir=build/runtime-tests
 binary=runtime_test
-if [[ "${1:-}" == "--sanitize" ]]; then
+if [[ "${1:-}" == "--sanitize" || ( $# -eq 0 && "${MYDEV_SANITIZE:-0}" == "1" ) ]]; then
   flags+=(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   binary=runtime_test_sanitized
   # The runtime's own SIGSEGV handler must see device-pointer faults, so ASan
