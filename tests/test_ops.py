@@ -7,7 +7,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import parametrize, run_tests, set_warn_always_context, TestCase
+
+from helpers import run_python
 
 
 def reference(tensor):
@@ -144,6 +146,44 @@ class TestMydevOps(TestCase):
         self.assertTrue(0 < first.std() < 2)
         dropped = F.dropout(torch.ones(1000, device=device), p=0.5)
         self.assertTrue(300 < int((reference(dropped) == 0).sum()) < 700)
+
+    @parametrize("loss", [F.mse_loss, F.smooth_l1_loss], name_fn=lambda loss: loss.__name__)
+    @parametrize("reduction", ["mean", "sum", "none"])
+    def test_reducing_losses(self, device, loss, reduction):
+        torch.manual_seed(6)
+        inputs, target = torch.randn(64, 3, requires_grad=True), torch.randn(64, 3)
+        device_inputs = inputs.detach().to(device).requires_grad_()
+        out, device_out = loss(inputs, target, reduction=reduction), loss(device_inputs, target.to(device),
+                                                                          reduction=reduction)
+        self.assertEqual(reference(device_out), out)
+        out.sum().backward()
+        device_out.sum().backward()
+        self.assertEqual(reference(device_inputs.grad), inputs.grad)
+
+    def test_losses_print_no_resize_warning(self, device):
+        # The warning would come from the stream worker, through c10's stderr
+        # handler, so only the process's stderr shows it.
+        result = run_python(
+            """
+            import torch
+            import torch.nn.functional as F
+            a, b = torch.randn(512, 1, device="mydev"), torch.randn(512, 1, device="mydev")
+            print(F.mse_loss(a, b).item() > 0, F.smooth_l1_loss(a, b).item() > 0)
+            """
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["True", "True"])
+        self.assertNotIn("was resized", result.stderr)
+
+    def test_kernel_warnings_reach_python(self, device):
+        # index_reduce_ warns from inside ATen's CPU kernel, which runs on the
+        # stream worker; the warning is issued again on the next host call.
+        index, source = torch.tensor([0, 1], device=device), torch.full((2,), 3.0, device=device)
+        with set_warn_always_context(True):
+            with self.assertWarnsRegex(UserWarning, "index_reduce\\(\\) is in beta"):
+                out = torch.ones(4, device=device).index_reduce_(0, index, source, "prod")
+                result = reference(out)
+        self.assertEqual(result, torch.tensor([3.0, 3.0, 1.0, 1.0]))
 
 
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))

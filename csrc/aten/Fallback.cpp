@@ -23,6 +23,7 @@
 
 #include "../core/Device.h"
 #include "../core/Generator.h"
+#include "../core/KernelWarnings.h"
 #include "../core/Stream.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -559,6 +560,7 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
 }  // namespace
 
 void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  reissueKernelWarnings();
   const c10::FunctionSchema& schema = op.schema();
   const auto args = torch::jit::last(*stack, schema.arguments().size());
   const c10::DeviceIndex device = operatorDevice(schema, args);
@@ -570,5 +572,17 @@ void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnDevice>()); }
+
+// A structured operator without a PrivateUse1 kernel resolves to its
+// CompositeExplicitAutogradNonFunctional kernel before any fallback: that
+// kernel allocates the final (0-dim) output and calls the out= variant. For
+// these reducing losses, the CPU out= kernel first resizes its output to the
+// unreduced shape, and ATen warns that a non-empty output was resized. Taking
+// the functional operator here runs the CPU functional kernel, as on CPU.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  for (const char* name : {"mse_loss", "smooth_l1_loss"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
+  }
+}
 
 }  // namespace torch_mydev

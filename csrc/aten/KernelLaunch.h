@@ -1,12 +1,14 @@
 // Queues a C++ callable as a kernel on a mydev stream. The callable runs later
 // on the stream's worker thread; an exception it throws fails the kernel, and
 // the error surfaces at the next synchronizing call (naming the kernel), as a
-// device-side error would on CUDA. Captures must own everything they use:
+// device-side error would on CUDA. Its warnings are issued again on the next
+// host thread that uses the device (KernelWarnings.h). Captures must own everything they use:
 // describe device tensors with DeviceTensorRef, never capture an at::Tensor of
 // the device (its destructor could need the GIL on the worker).
 #pragma once
 
 #include "../core/Exception.h"
+#include "../core/KernelWarnings.h"
 #include "../core/Stream.h"
 
 #include <c10/util/Exception.h>
@@ -26,6 +28,7 @@ struct KernelClosure {
 
 template <typename F>
 void runKernelClosure(void* args) {
+  KernelWarningCollector warnings;
   try {
     static_cast<KernelClosure<F>*>(args)->body();
   } catch (const c10::Error& e) {

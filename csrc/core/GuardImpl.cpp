@@ -4,6 +4,7 @@
 #include "CachingAllocator.h"
 #include "Device.h"
 #include "Exception.h"
+#include "KernelWarnings.h"
 #include "Stream.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -113,11 +114,13 @@ class MydevGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (event != nullptr) {
       MYDEV_CHECK(mydevEventSynchronize(static_cast<mydevEvent_t>(event)));
     }
+    reissueKernelWarnings();
   }
 
   void synchronizeDevice(const c10::DeviceIndex device_index) const override {
     ScopedDevice on_device(resolveDevice(device_index));
     MYDEV_CHECK(mydevDeviceSynchronize());
+    reissueKernelWarnings();
   }
 
   void recordDataPtrOnStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) const override {

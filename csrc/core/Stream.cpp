@@ -2,6 +2,7 @@
 
 #include "Device.h"
 #include "Exception.h"
+#include "KernelWarnings.h"
 
 #include <c10/util/Exception.h>
 
@@ -96,7 +97,10 @@ bool MydevStream::query() const {
   return true;
 }
 
-void MydevStream::synchronize() const { MYDEV_CHECK(mydevStreamSynchronize(handle())); }
+void MydevStream::synchronize() const {
+  MYDEV_CHECK(mydevStreamSynchronize(handle()));
+  reissueKernelWarnings();
+}
 
 MydevStream getDefaultMydevStream(c10::DeviceIndex device) {
   return MydevStream(makeStream(resolveDevice(device), 0));

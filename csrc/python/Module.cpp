@@ -6,7 +6,9 @@
 #include "../core/Exception.h"
 #include "../core/Generator.h"
 #include "../core/HostAllocator.h"
+#include "../core/KernelWarnings.h"
 
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/extension.h>
@@ -76,12 +78,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_device_count", [] { return static_cast<int>(deviceCount()); });
   m.def("_current_device", [] { return static_cast<int>(currentDevice()); });
   m.def("_set_device", [](int device) { setDevice(static_cast<c10::DeviceIndex>(device)); });
-  m.def("_synchronize",
-        [](int device) {
-          ScopedDevice on_device(resolveDevice(static_cast<c10::DeviceIndex>(device)));
-          MYDEV_CHECK(mydevDeviceSynchronize());
-        },
-        py::call_guard<py::gil_scoped_release>());
+  m.def("_synchronize", [](int device) {
+    {
+      py::gil_scoped_release no_gil;
+      ScopedDevice on_device(resolveDevice(static_cast<c10::DeviceIndex>(device)));
+      MYDEV_CHECK(mydevDeviceSynchronize());
+    }
+    // pybind11 installs no warning handler; this one turns the kernels' warnings into Python warnings.
+    torch::PyWarningHandler python_warnings;
+    reissueKernelWarnings();
+  });
 
   py::class_<mydevDeviceProp>(m, "_MydevDeviceProperties")
       .def_property_readonly("name", [](const mydevDeviceProp& p) { return std::string(p.name); })
