@@ -81,7 +81,7 @@ class TestAsynchronousExecution(TestCase):
         untimed.record()
         untimed.synchronize()
         # Runtime errors name the API call and the glue's file:line.
-        with self.assertRaisesRegex(RuntimeError, r"mydevEventElapsedTime: .*DisableTiming \[at \w+\.cpp:\d+\]"):
+        with self.assertRaisesRegex(RuntimeError, r"mydevEventElapsedTime: .*DisableTiming \(current device mydev:0\) \[at \w+\.cpp:\d+\]"):
             start.elapsed_time(untimed)
 
     def test_event_wait_across_devices(self):

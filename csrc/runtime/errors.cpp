@@ -21,6 +21,11 @@ mydevError_t set_error(mydevError_t code, const char* format, ...) {
   t_message.resize(length > 0 ? static_cast<size_t>(length) : 0);
   if (length > 0) vsnprintf(&t_message[0], t_message.size() + 1, format, args);
   va_end(args);
+  // Every message names a device; where the failing call did not, it is the
+  // caller's current device.
+  if (t_message.find("mydev:") == std::string::npos) {
+    t_message += " (current device mydev:" + std::to_string(current_device()) + ")";
+  }
   t_static_message = nullptr;
   return code;
 }

@@ -358,6 +358,13 @@ TEST(device_count_current_device_and_properties) {
   CHECK_ERR(mydevGetDeviceProperties(&prop, 5), mydevErrorInvalidDevice);
   CHECK_CONTAINS(last_message(), "mydevGetDeviceProperties");
 
+  // A message that names no device of its own gets the caller's current one.
+  CHECK_OK(mydevSetDevice(1));
+  CHECK_ERR(mydevGetDeviceCount(nullptr), mydevErrorInvalidValue);
+  CHECK_CONTAINS(last_message(), "mydevGetDeviceCount");
+  CHECK_CONTAINS(last_message(), "(current device mydev:1)");
+  CHECK_OK(mydevSetDevice(0));
+
   size_t free_now = 0, total = 0;
   CHECK_OK(mydevMemGetInfo(&free_now, &total));
   CHECK_EQ(total, kTestDeviceMemory);
