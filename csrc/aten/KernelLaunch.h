@@ -2,9 +2,10 @@
 // on the stream's worker thread; an exception it throws fails the kernel, and
 // the error surfaces at the next synchronizing call (naming the kernel), as a
 // device-side error would on CUDA. Its warnings are issued again on the next
-// host thread that uses the device (KernelWarnings.h). Captures must own everything they use:
-// describe device tensors with DeviceTensorRef, never capture an at::Tensor of
-// the device (its destructor could need the GIL on the worker).
+// host thread that uses the device (KernelWarnings.h). Captures must own
+// everything they use: describe device tensors with DeviceTensorRef, never
+// capture an at::Tensor of the device (its destructor could need the GIL on
+// the worker).
 #pragma once
 
 #include "../core/Exception.h"

@@ -273,9 +273,9 @@ class DeviceCache {
       size_t free_bytes = 0;
       size_t total_bytes = 0;
       mydevMemGetInfo(&free_bytes, &total_bytes);
-      const auto& aggregate = static_cast<size_t>(StatType::AGGREGATE);
-      const auto allocated = static_cast<size_t>(stats_.allocated_bytes[aggregate].current);
-      const auto reserved = static_cast<size_t>(stats_.reserved_bytes[aggregate].current);
+      const auto allocated =
+          static_cast<size_t>(stats_.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].current);
+      const size_t reserved = reservedBytes();
       TORCH_CHECK_WITH(OutOfMemoryError, false, "mydev out of memory. Tried to allocate ", formatBytes(size),
                        ". mydev:", static_cast<int>(device_), " has a total capacity of ", formatBytes(total_bytes),
                        " of which ", formatBytes(free_bytes), " is free. Of the allocated memory ",
@@ -461,7 +461,8 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
     {
       std::lock_guard<std::mutex> lock(blocks_mutex_);
       auto it = allocated_blocks_.find(ptr);
-      TORCH_CHECK(it != allocated_blocks_.end(), "mydev allocator: invalid device pointer ", ptr, " (not allocated by it, or already freed)");
+      TORCH_CHECK(it != allocated_blocks_.end(), "mydev allocator: invalid device pointer ", ptr,
+                  " (not allocated by it, or already freed)");
       block = it->second;
       allocated_blocks_.erase(it);
     }

@@ -1,6 +1,7 @@
 #include "Device.h"
 
 #include "Exception.h"
+#include "KernelWarnings.h"
 
 #include <c10/util/Exception.h>
 
@@ -38,6 +39,12 @@ c10::DeviceIndex resolveDevice(c10::DeviceIndex device) {
   }
   checkDeviceIndex(device);
   return device;
+}
+
+void synchronizeDevice(c10::DeviceIndex device) {
+  ScopedDevice on_device(resolveDevice(device));
+  MYDEV_CHECK(mydevDeviceSynchronize());
+  reissueKernelWarnings();
 }
 
 ScopedDevice::ScopedDevice(c10::DeviceIndex device) : previous_(currentDevice()), switched_(device != previous_) {

@@ -15,6 +15,10 @@ void checkDeviceIndex(c10::DeviceIndex device);
 // -1 means "the current device"; any other index must be valid.
 c10::DeviceIndex resolveDevice(c10::DeviceIndex device);
 
+// Waits for every stream of a device, then issues the warnings its kernels
+// raised (KernelWarnings.h) on the calling thread.
+void synchronizeDevice(c10::DeviceIndex device);
+
 // Switches the runtime's current device for a scope, only if it differs.
 class ScopedDevice {
  public:

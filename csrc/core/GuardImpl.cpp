@@ -118,9 +118,7 @@ class MydevGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   void synchronizeDevice(const c10::DeviceIndex device_index) const override {
-    ScopedDevice on_device(resolveDevice(device_index));
-    MYDEV_CHECK(mydevDeviceSynchronize());
-    reissueKernelWarnings();
+    torch_mydev::synchronizeDevice(device_index);
   }
 
   void recordDataPtrOnStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) const override {

@@ -6,7 +6,6 @@
 #include "../core/Exception.h"
 #include "../core/Generator.h"
 #include "../core/HostAllocator.h"
-#include "../core/KernelWarnings.h"
 
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
@@ -79,14 +78,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_current_device", [] { return static_cast<int>(currentDevice()); });
   m.def("_set_device", [](int device) { setDevice(static_cast<c10::DeviceIndex>(device)); });
   m.def("_synchronize", [](int device) {
-    {
-      py::gil_scoped_release no_gil;
-      ScopedDevice on_device(resolveDevice(static_cast<c10::DeviceIndex>(device)));
-      MYDEV_CHECK(mydevDeviceSynchronize());
-    }
-    // pybind11 installs no warning handler; this one turns the kernels' warnings into Python warnings.
+    // pybind11 installs no warning handler: this one buffers the kernels' warnings
+    // while the GIL is released and raises them as Python warnings when it goes.
     torch::PyWarningHandler python_warnings;
-    reissueKernelWarnings();
+    py::gil_scoped_release no_gil;
+    synchronizeDevice(static_cast<c10::DeviceIndex>(device));
   });
 
   py::class_<mydevDeviceProp>(m, "_MydevDeviceProperties")
