@@ -1,6 +1,7 @@
 """Build of torch_mydev: the Python package plus one C++ extension, torch_mydev._C,
 holding the simulated runtime (csrc/runtime), the PyTorch glue (csrc/core), the
-kernels (csrc/aten) and the Python bindings (csrc/python).
+device-level operators and generic fallback (csrc/aten), the native kernels
+(csrc/kernels) and the Python bindings (csrc/python).
 
 Build without isolation so that the installed torch (pinned to 2.13.0) is the one
 compiled against:  pip install --no-build-isolation -e .
@@ -19,7 +20,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def sources():
-    layers = ("runtime", "core", "aten", "python")
+    layers = ("runtime", "core", "aten", "kernels", "python")
     found = []
     for layer in layers:
         found += sorted(glob.glob(os.path.join("csrc", layer, "*.cpp")))

@@ -18,7 +18,9 @@
 #include "Fallback.h"
 
 #include "DeviceTensorRef.h"
+#include "FallbackPolicy.h"
 #include "KernelLaunch.h"
+#include "OperatorDevice.h"
 #include "Resize.h"
 
 #include "../core/Device.h"
@@ -65,39 +67,22 @@ bool isOptionalTensorList(const c10::TypePtr& type) {
       !type->isSubtypeOf(*c10::ListType::ofTensors());
 }
 
-// The device the operator runs on. Tensors of another device are refused like
-// CUDA refuses them; CPU tensors are accepted where CUDA accepts them: 0-dim
-// scalars anywhere, and index tensors (Tensor?[] arguments).
-c10::DeviceIndex operatorDevice(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
-  std::optional<c10::Device> device;
-  std::optional<c10::Device> foreign;
+std::string kernelName(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+c10::DeviceIndex operatorDevice(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
+                                 const std::string& name) {
+  OperatorDevice device;
   for (size_t i = 0; i < args.size(); ++i) {
     const bool accepts_host_tensors = isOptionalTensorList(schema.arguments()[i].type());
-    forEachTensor(args[i], [&](const at::Tensor& tensor) {
-      if (!tensor.defined()) {
-        return;
-      }
-      if (isMydev(tensor)) {
-        if (!device.has_value()) {
-          device = tensor.device();
-        } else if (*device != tensor.device() && !foreign.has_value()) {
-          foreign = tensor.device();
-        }
-      } else if (!(tensor.device().is_cpu() && (tensor.dim() == 0 || accepts_host_tensors)) &&
-                 !foreign.has_value()) {
-        foreign = tensor.device();
-      }
-    });
-    if (args[i].isDevice() && args[i].toDevice().type() == c10::DeviceType::PrivateUse1 && !device.has_value()) {
-      device = args[i].toDevice();
+    forEachTensor(args[i], [&](const at::Tensor& tensor) { device.add(tensor, accepts_host_tensors); });
+    if (args[i].isDevice()) {
+      device.add(args[i].toDevice());
     }
   }
-  if (foreign.has_value()) {
-    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
-                device.has_value() ? device->str() : std::string("mydev"), " and ", foreign->str(),
-                "! (when checking arguments of ", schema.operator_name(), ")");
-  }
-  return device.has_value() ? resolveDevice(device->index()) : currentDevice();
+  return device.resolve(name.c_str());
 }
 
 bool isGeneratorArgument(const c10::Argument& argument) {
@@ -291,11 +276,6 @@ torch::jit::Stack cpuStack(const std::vector<ArgSlot>& slots, KernelMemory& memo
     }
   }
   return stack;
-}
-
-std::string kernelName(const c10::OperatorHandle& op) {
-  const auto& name = op.operator_name();
-  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
 at::Tensor deviceView(const c10::Storage& storage, const at::Tensor& geometry) {
@@ -563,7 +543,9 @@ void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   reissueKernelWarnings();
   const c10::FunctionSchema& schema = op.schema();
   const auto args = torch::jit::last(*stack, schema.arguments().size());
-  const c10::DeviceIndex device = operatorDevice(schema, args);
+  const std::string name = kernelName(op);
+  const c10::DeviceIndex device = operatorDevice(schema, args, name);
+  admitFallback(name);
   ScopedDevice on_device(device);
   const MydevStream stream = getCurrentMydevStream(device);
   if (runsSynchronously(schema) || !tryAsynchronously(op, stack, device, stream)) {

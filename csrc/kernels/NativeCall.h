@@ -1,0 +1,99 @@
+// The calling-thread half of a native kernel. Construction checks that the
+// tensor arguments share one mydev device (CPU 0-dim scalars allowed, as on
+// CUDA), makes that device current and picks its current stream; launch()
+// then queues the kernel body on that stream, to run later on the stream's
+// worker over CPU aliases of device memory (KernelArguments.h).
+#pragma once
+
+#include "KernelArguments.h"
+
+#include "../aten/KernelLaunch.h"
+#include "../aten/OperatorDevice.h"
+#include "../core/Device.h"
+#include "../core/KernelWarnings.h"
+#include "../core/Stream.h"
+
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace torch_mydev::native {
+
+namespace detail {
+
+inline void addDevice(OperatorDevice& device, const at::Tensor& tensor) { device.add(tensor); }
+
+inline void addDevice(OperatorDevice& device, const std::optional<at::Tensor>& tensor) {
+  if (tensor.has_value()) {
+    device.add(*tensor);
+  }
+}
+
+inline void addDevice(OperatorDevice& device, at::TensorList tensors) {
+  for (const at::Tensor& tensor : tensors) {
+    device.add(tensor);
+  }
+}
+
+inline void addDevice(OperatorDevice& device, const at::ITensorListRef& tensors) {
+  for (const at::Tensor& tensor : tensors) {
+    device.add(tensor);
+  }
+}
+
+// Index lists may hold CPU tensors (as on CUDA).
+inline void addDevice(OperatorDevice& device, const c10::List<std::optional<at::Tensor>>& tensors) {
+  for (const std::optional<at::Tensor>& tensor : tensors) {
+    if (tensor.has_value()) {
+      device.add(*tensor, /*accepts_host_tensor=*/true);
+    }
+  }
+}
+
+template <typename T>
+void addDevice(OperatorDevice&, const T&) {}
+
+}  // namespace detail
+
+class NativeCall {
+ public:
+  template <typename... Args>
+  explicit NativeCall(const char* name, const Args&... args)
+      : name_(name), device_(resolveDeviceOf(name, args...)), on_device_(device_),
+        stream_(getCurrentMydevStream(device_)) {}
+
+  c10::DeviceIndex device() const { return device_; }
+  const MydevStream& stream() const { return stream_; }
+
+  // Queues body(KernelArgument<Args>::use(...)...) on the stream. The body
+  // runs ATen's CPU kernel; its exceptions fail the kernel (KernelLaunch.h).
+  template <typename... Args, typename Body>
+  void launch(Body body, const Args&... args) const {
+    launchKernel(name_, stream_,
+                 [body, captured = std::make_tuple(KernelArgument<std::decay_t<Args>>::capture(args)...)] {
+                   KernelMemory memory;
+                   callWith<Args...>(body, captured, memory, std::index_sequence_for<Args...>{});
+                 });
+  }
+
+ private:
+  template <typename... Args>
+  static c10::DeviceIndex resolveDeviceOf(const char* name, const Args&... args) {
+    reissueKernelWarnings();
+    OperatorDevice device;
+    (detail::addDevice(device, args), ...);
+    return device.resolve(name);
+  }
+
+  template <typename... Args, typename Body, typename Captured, size_t... I>
+  static void callWith(const Body& body, const Captured& captured, KernelMemory& memory, std::index_sequence<I...>) {
+    body(KernelArgument<std::decay_t<Args>>::use(std::get<I>(captured), memory)...);
+  }
+
+  const char* name_;
+  c10::DeviceIndex device_;
+  ScopedDevice on_device_;
+  MydevStream stream_;
+};
+
+}  // namespace torch_mydev::native

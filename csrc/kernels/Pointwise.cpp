@@ -1,0 +1,268 @@
+// Native kernels of the pointwise operators: unary math, binary arithmetic,
+// comparisons, activations and their backward formulas. All are structured
+// TensorIterator operators (StructuredOut.h), so the calling thread only runs
+// the C++ meta function and the launch.
+#include "StructuredOut.h"
+
+#include <ATen/CPUFunctions.h>
+#include <ATen/ops/acos_meta.h>
+#include <ATen/ops/acosh_meta.h>
+#include <ATen/ops/add_meta.h>
+#include <ATen/ops/addcdiv_meta.h>
+#include <ATen/ops/addcmul_meta.h>
+#include <ATen/ops/asin_meta.h>
+#include <ATen/ops/asinh_meta.h>
+#include <ATen/ops/atan_meta.h>
+#include <ATen/ops/atan2_meta.h>
+#include <ATen/ops/atanh_meta.h>
+#include <ATen/ops/bitwise_and_meta.h>
+#include <ATen/ops/bitwise_left_shift_meta.h>
+#include <ATen/ops/bitwise_not_meta.h>
+#include <ATen/ops/bitwise_or_meta.h>
+#include <ATen/ops/bitwise_right_shift_meta.h>
+#include <ATen/ops/bitwise_xor_meta.h>
+#include <ATen/ops/ceil_meta.h>
+#include <ATen/ops/clamp_meta.h>
+#include <ATen/ops/clamp_max_meta.h>
+#include <ATen/ops/clamp_min_meta.h>
+#include <ATen/ops/copysign_meta.h>
+#include <ATen/ops/cos_meta.h>
+#include <ATen/ops/cosh_meta.h>
+#include <ATen/ops/digamma_meta.h>
+#include <ATen/ops/div_meta.h>
+#include <ATen/ops/elu_meta.h>
+#include <ATen/ops/elu_backward_meta.h>
+#include <ATen/ops/eq_meta.h>
+#include <ATen/ops/erf_meta.h>
+#include <ATen/ops/erfc_meta.h>
+#include <ATen/ops/erfinv_meta.h>
+#include <ATen/ops/exp_meta.h>
+#include <ATen/ops/exp2_meta.h>
+#include <ATen/ops/expm1_meta.h>
+#include <ATen/ops/floor_meta.h>
+#include <ATen/ops/fmax_meta.h>
+#include <ATen/ops/fmin_meta.h>
+#include <ATen/ops/fmod_meta.h>
+#include <ATen/ops/frac_meta.h>
+#include <ATen/ops/gcd_meta.h>
+#include <ATen/ops/ge_meta.h>
+#include <ATen/ops/gelu_meta.h>
+#include <ATen/ops/gelu_backward_meta.h>
+#include <ATen/ops/glu_meta.h>
+#include <ATen/ops/gt_meta.h>
+#include <ATen/ops/hardshrink_meta.h>
+#include <ATen/ops/hardshrink_backward_meta.h>
+#include <ATen/ops/hardsigmoid_meta.h>
+#include <ATen/ops/hardsigmoid_backward_meta.h>
+#include <ATen/ops/heaviside_meta.h>
+#include <ATen/ops/hypot_meta.h>
+#include <ATen/ops/i0_meta.h>
+#include <ATen/ops/isneginf_meta.h>
+#include <ATen/ops/isposinf_meta.h>
+#include <ATen/ops/lcm_meta.h>
+#include <ATen/ops/le_meta.h>
+#include <ATen/ops/leaky_relu_meta.h>
+#include <ATen/ops/leaky_relu_backward_meta.h>
+#include <ATen/ops/lerp_meta.h>
+#include <ATen/ops/lgamma_meta.h>
+#include <ATen/ops/log_meta.h>
+#include <ATen/ops/log10_meta.h>
+#include <ATen/ops/log1p_meta.h>
+#include <ATen/ops/log2_meta.h>
+#include <ATen/ops/logaddexp_meta.h>
+#include <ATen/ops/logaddexp2_meta.h>
+#include <ATen/ops/lt_meta.h>
+#include <ATen/ops/maximum_meta.h>
+#include <ATen/ops/minimum_meta.h>
+#include <ATen/ops/mish_meta.h>
+#include <ATen/ops/mul_meta.h>
+#include <ATen/ops/ne_meta.h>
+#include <ATen/ops/neg_meta.h>
+#include <ATen/ops/nextafter_meta.h>
+#include <ATen/ops/pow_meta.h>
+#include <ATen/ops/reciprocal_meta.h>
+#include <ATen/ops/remainder_meta.h>
+#include <ATen/ops/round_meta.h>
+#include <ATen/ops/rsqrt_meta.h>
+#include <ATen/ops/sgn_meta.h>
+#include <ATen/ops/sigmoid_meta.h>
+#include <ATen/ops/sigmoid_backward_meta.h>
+#include <ATen/ops/sign_meta.h>
+#include <ATen/ops/signbit_meta.h>
+#include <ATen/ops/silu_meta.h>
+#include <ATen/ops/silu_backward_meta.h>
+#include <ATen/ops/sin_meta.h>
+#include <ATen/ops/sinc_meta.h>
+#include <ATen/ops/sinh_meta.h>
+#include <ATen/ops/softplus_meta.h>
+#include <ATen/ops/softplus_backward_meta.h>
+#include <ATen/ops/softshrink_meta.h>
+#include <ATen/ops/softshrink_backward_meta.h>
+#include <ATen/ops/sqrt_meta.h>
+#include <ATen/ops/sub_meta.h>
+#include <ATen/ops/tan_meta.h>
+#include <ATen/ops/tanh_meta.h>
+#include <ATen/ops/tanh_backward_meta.h>
+#include <ATen/ops/threshold_meta.h>
+#include <ATen/ops/threshold_backward_meta.h>
+#include <ATen/ops/trunc_meta.h>
+#include <ATen/ops/xlogy_meta.h>
+#include <torch/library.h>
+
+namespace torch_mydev::native {
+
+namespace {
+
+using at::Scalar;
+using at::Tensor;
+
+using UnaryOut = Tensor& (*)(const Tensor&, Tensor&);
+using BinaryOut = Tensor& (*)(const Tensor&, const Tensor&, Tensor&);
+using TensorScalarOut = Tensor& (*)(const Tensor&, const Scalar&, Tensor&);
+using BinaryAlphaOut = Tensor& (*)(const Tensor&, const Tensor&, const Scalar&, Tensor&);
+
+}  // namespace
+
+#define MYDEV_UNARY(op) MYDEV_STRUCTURED_OUT(m, #op ".out", structured_##op, static_cast<UnaryOut>(&at::cpu::op##_outf))
+#define MYDEV_BINARY(op, overload, meta_class) \
+  MYDEV_STRUCTURED_OUT(m, #op "." overload, meta_class, static_cast<BinaryOut>(&at::cpu::op##_outf))
+#define MYDEV_TENSOR_SCALAR(op, overload, meta_class) \
+  MYDEV_STRUCTURED_OUT(m, #op "." overload, meta_class, static_cast<TensorScalarOut>(&at::cpu::op##_outf))
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  MYDEV_UNARY(acos);
+  MYDEV_UNARY(acosh);
+  MYDEV_UNARY(asin);
+  MYDEV_UNARY(asinh);
+  MYDEV_UNARY(atan);
+  MYDEV_UNARY(atanh);
+  MYDEV_UNARY(bitwise_not);
+  MYDEV_UNARY(ceil);
+  MYDEV_UNARY(cos);
+  MYDEV_UNARY(cosh);
+  MYDEV_UNARY(digamma);
+  MYDEV_UNARY(erf);
+  MYDEV_UNARY(erfc);
+  MYDEV_UNARY(erfinv);
+  MYDEV_UNARY(exp);
+  MYDEV_UNARY(exp2);
+  MYDEV_UNARY(expm1);
+  MYDEV_UNARY(floor);
+  MYDEV_UNARY(frac);
+  MYDEV_UNARY(hardsigmoid);
+  MYDEV_UNARY(i0);
+  MYDEV_UNARY(isneginf);
+  MYDEV_UNARY(isposinf);
+  MYDEV_UNARY(lgamma);
+  MYDEV_UNARY(log);
+  MYDEV_UNARY(log10);
+  MYDEV_UNARY(log1p);
+  MYDEV_UNARY(log2);
+  MYDEV_UNARY(mish);
+  MYDEV_UNARY(neg);
+  MYDEV_UNARY(reciprocal);
+  MYDEV_UNARY(round);
+  MYDEV_UNARY(rsqrt);
+  MYDEV_UNARY(sgn);
+  MYDEV_UNARY(sigmoid);
+  MYDEV_UNARY(sign);
+  MYDEV_UNARY(signbit);
+  MYDEV_UNARY(silu);
+  MYDEV_UNARY(sin);
+  MYDEV_UNARY(sinc);
+  MYDEV_UNARY(sinh);
+  MYDEV_UNARY(sqrt);
+  MYDEV_UNARY(tan);
+  MYDEV_UNARY(tanh);
+  MYDEV_UNARY(trunc);
+
+  MYDEV_STRUCTURED_OUT(m, "add.out", structured_add_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::add_outf));
+  MYDEV_STRUCTURED_OUT(m, "sub.out", structured_sub_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::sub_outf));
+  MYDEV_BINARY(mul, "out", structured_mul_Tensor);
+  MYDEV_BINARY(div, "out", structured_div_Tensor);
+  MYDEV_STRUCTURED_OUT(m, "div.out_mode", structured_div_Tensor_mode,
+                       static_cast<Tensor& (*)(const Tensor&, const Tensor&, std::optional<std::string_view>, Tensor&)>(
+                           &at::cpu::div_outf));
+  MYDEV_BINARY(atan2, "out", structured_atan2);
+  MYDEV_BINARY(bitwise_and, "Tensor_out", structured_bitwise_and_Tensor);
+  MYDEV_BINARY(bitwise_or, "Tensor_out", structured_bitwise_or_Tensor);
+  MYDEV_BINARY(bitwise_xor, "Tensor_out", structured_bitwise_xor_Tensor);
+  MYDEV_BINARY(bitwise_left_shift, "Tensor_out", structured_bitwise_left_shift_Tensor);
+  MYDEV_BINARY(bitwise_right_shift, "Tensor_out", structured_bitwise_right_shift_Tensor);
+  MYDEV_BINARY(copysign, "out", structured_copysign_Tensor);
+  MYDEV_BINARY(fmax, "out", structured_fmax);
+  MYDEV_BINARY(fmin, "out", structured_fmin);
+  MYDEV_BINARY(fmod, "Tensor_out", structured_fmod_Tensor);
+  MYDEV_BINARY(gcd, "out", structured_gcd);
+  MYDEV_BINARY(heaviside, "out", structured_heaviside);
+  MYDEV_BINARY(hypot, "out", structured_hypot);
+  MYDEV_BINARY(lcm, "out", structured_lcm);
+  MYDEV_BINARY(logaddexp, "out", structured_logaddexp);
+  MYDEV_BINARY(logaddexp2, "out", structured_logaddexp2);
+  MYDEV_BINARY(maximum, "out", structured_maximum);
+  MYDEV_BINARY(minimum, "out", structured_minimum);
+  MYDEV_BINARY(nextafter, "out", structured_nextafter);
+  MYDEV_BINARY(pow, "Tensor_Tensor_out", structured_pow_Tensor_Tensor);
+  MYDEV_BINARY(remainder, "Tensor_out", structured_remainder_Tensor);
+  MYDEV_BINARY(xlogy, "OutTensor", structured_xlogy_Tensor);
+  MYDEV_BINARY(clamp_max, "Tensor_out", structured_clamp_max_Tensor);
+  MYDEV_BINARY(clamp_min, "Tensor_out", structured_clamp_min_Tensor);
+  MYDEV_BINARY(eq, "Tensor_out", structured_eq_Tensor);
+  MYDEV_BINARY(ne, "Tensor_out", structured_ne_Tensor);
+  MYDEV_BINARY(lt, "Tensor_out", structured_lt_Tensor);
+  MYDEV_BINARY(le, "Tensor_out", structured_le_Tensor);
+  MYDEV_BINARY(gt, "Tensor_out", structured_gt_Tensor);
+  MYDEV_BINARY(ge, "Tensor_out", structured_ge_Tensor);
+  MYDEV_TENSOR_SCALAR(eq, "Scalar_out", structured_eq_Scalar);
+  MYDEV_TENSOR_SCALAR(ne, "Scalar_out", structured_ne_Scalar);
+  MYDEV_TENSOR_SCALAR(lt, "Scalar_out", structured_lt_Scalar);
+  MYDEV_TENSOR_SCALAR(le, "Scalar_out", structured_le_Scalar);
+  MYDEV_TENSOR_SCALAR(gt, "Scalar_out", structured_gt_Scalar);
+  MYDEV_TENSOR_SCALAR(ge, "Scalar_out", structured_ge_Scalar);
+  MYDEV_TENSOR_SCALAR(pow, "Tensor_Scalar_out", structured_pow_Tensor_Scalar);
+  MYDEV_TENSOR_SCALAR(clamp_max, "out", structured_clamp_max);
+  MYDEV_TENSOR_SCALAR(clamp_min, "out", structured_clamp_min);
+  MYDEV_TENSOR_SCALAR(hardshrink, "out", structured_hardshrink);
+  MYDEV_TENSOR_SCALAR(softshrink, "out", structured_softshrink);
+  MYDEV_TENSOR_SCALAR(leaky_relu, "out", structured_leaky_relu);
+  MYDEV_STRUCTURED_OUT(m, "pow.Scalar_out", structured_pow_Scalar,
+                       static_cast<Tensor& (*)(const Scalar&, const Tensor&, Tensor&)>(&at::cpu::pow_outf));
+  MYDEV_STRUCTURED_OUT(m, "clamp.out", structured_clamp,
+                       static_cast<Tensor& (*)(const Tensor&, const std::optional<Scalar>&,
+                                               const std::optional<Scalar>&, Tensor&)>(&at::cpu::clamp_outf));
+  MYDEV_STRUCTURED_OUT(m, "clamp.Tensor_out", structured_clamp_Tensor,
+                       static_cast<Tensor& (*)(const Tensor&, const std::optional<Tensor>&,
+                                               const std::optional<Tensor>&, Tensor&)>(&at::cpu::clamp_outf));
+  MYDEV_STRUCTURED_OUT(m, "lerp.Scalar_out", structured_lerp_Scalar,
+                       static_cast<Tensor& (*)(const Tensor&, const Tensor&, const Scalar&, Tensor&)>(
+                           &at::cpu::lerp_outf));
+  MYDEV_STRUCTURED_OUT(m, "lerp.Tensor_out", structured_lerp_Tensor,
+                       static_cast<Tensor& (*)(const Tensor&, const Tensor&, const Tensor&, Tensor&)>(
+                           &at::cpu::lerp_outf));
+  MYDEV_STRUCTURED_OUT(m, "addcmul.out", structured_addcmul, &at::cpu::addcmul_outf);
+  MYDEV_STRUCTURED_OUT(m, "addcdiv.out", structured_addcdiv, &at::cpu::addcdiv_outf);
+  MYDEV_STRUCTURED_OUT(m, "threshold.out", structured_threshold, &at::cpu::threshold_outf);
+  MYDEV_STRUCTURED_OUT(m, "softplus.out", structured_softplus, &at::cpu::softplus_outf);
+  MYDEV_STRUCTURED_OUT(m, "elu.out", structured_elu, &at::cpu::elu_outf);
+  MYDEV_STRUCTURED_OUT(m, "gelu.out", structured_gelu, &at::cpu::gelu_outf);
+  MYDEV_STRUCTURED_OUT(m, "glu.out", structured_glu, &at::cpu::glu_outf);
+
+  MYDEV_BINARY(sigmoid_backward, "grad_input", structured_sigmoid_backward);
+  MYDEV_BINARY(tanh_backward, "grad_input", structured_tanh_backward);
+  MYDEV_BINARY(silu_backward, "grad_input", structured_silu_backward);
+  MYDEV_BINARY(hardsigmoid_backward, "grad_input", structured_hardsigmoid_backward);
+  MYDEV_STRUCTURED_OUT(m, "threshold_backward.grad_input", structured_threshold_backward,
+                       &at::cpu::threshold_backward_outf);
+  MYDEV_STRUCTURED_OUT(m, "gelu_backward.grad_input", structured_gelu_backward, &at::cpu::gelu_backward_outf);
+  MYDEV_STRUCTURED_OUT(m, "leaky_relu_backward.grad_input", structured_leaky_relu_backward,
+                       &at::cpu::leaky_relu_backward_outf);
+  MYDEV_STRUCTURED_OUT(m, "softplus_backward.grad_input", structured_softplus_backward,
+                       &at::cpu::softplus_backward_outf);
+  MYDEV_STRUCTURED_OUT(m, "elu_backward.grad_input", structured_elu_backward, &at::cpu::elu_backward_outf);
+  MYDEV_STRUCTURED_OUT(m, "hardshrink_backward.grad_input", structured_hardshrink_backward,
+                       &at::cpu::hardshrink_backward_outf);
+  MYDEV_STRUCTURED_OUT(m, "softshrink_backward.grad_input", structured_softshrink_backward,
+                       &at::cpu::softshrink_backward_outf);
+}
+
+}  // namespace torch_mydev::native

@@ -1,0 +1,144 @@
+// Native kernels for ATen's structured operators, from two pieces ATen already
+// has: the operator's meta function (at::meta::structured_<op>) computes the
+// output geometry on the calling thread, over the device tensors themselves,
+// and its CPU out= function (at::cpu::<op>_outf) is the kernel body, queued on
+// the stream over CPU aliases of device memory.
+//
+// Only the out= overload is registered: for a backend without its own
+// functional and in-place kernels, ATen's CompositeExplicitAutogradNonFunctional
+// kernels run the meta function, allocate the result (mydev's empty_strided)
+// and call the out= overload, so one kernel serves all three forms.
+#pragma once
+
+#include "NativeCall.h"
+
+#include <ATen/TensorIterator.h>
+#include <ATen/TensorMeta.h>
+#include <ATen/native/Resize.h>
+
+#include <array>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace torch_mydev::native {
+
+// The meta class with out= semantics: outputs are the caller's tensors,
+// resized (and then restrided) as ATen's CPU out= kernels do.
+template <typename Meta, size_t NumOutputs>
+class OutGeometry final : public Meta {
+ public:
+  explicit OutGeometry(std::array<std::reference_wrapper<at::Tensor>, NumOutputs> outputs) : outputs_(outputs) {}
+
+  void set_output_strided(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
+    setOutput(index, sizes, strides, options);
+  }
+
+  void set_output_raw_strided(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides,
+                              at::TensorOptions options) override {
+    setOutput(index, sizes, strides, options);
+  }
+
+  const at::Tensor& maybe_get_output(int64_t index) override { return outputs_[index].get(); }
+
+ private:
+  void setOutput(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) {
+    const at::Tensor& out = outputs_[index].get();
+    TORCH_CHECK(options.dtype() == out.dtype(), "Expected out tensor to have dtype ", options.dtype(), ", but got ",
+                out.dtype(), " instead");
+    TORCH_CHECK(options.device() == out.device(), "Expected out tensor to have device ", options.device(),
+                ", but got ", out.device(), " instead");
+    if (at::native::resize_output(out, sizes)) {
+      if (!strides.empty()) {
+        out.as_strided_(sizes, strides);
+      } else if (options.memory_format_opt().has_value()) {
+        out.unsafeGetTensorImpl()->empty_tensor_restride(*options.memory_format_opt());
+      }
+    }
+    if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) {
+      Meta::set_output_raw_strided(index, sizes, strides, options);
+    }
+  }
+
+  std::array<std::reference_wrapper<at::Tensor>, NumOutputs> outputs_;
+};
+
+namespace detail {
+
+// Meta functions take optional tensors and scalars by reference wrappers.
+template <typename T>
+const T& metaArgument(const T& value) {
+  return value;
+}
+
+inline at::OptionalTensorRef metaArgument(const std::optional<at::Tensor>& tensor) {
+  return tensor.has_value() ? at::OptionalTensorRef(*tensor) : at::OptionalTensorRef();
+}
+
+inline at::IOptTensorListRef metaArgument(const c10::List<std::optional<at::Tensor>>& tensors) {
+  return at::IOptTensorListRef(tensors);
+}
+
+inline at::OptionalScalarRef metaArgument(const std::optional<at::Scalar>& scalar) {
+  return scalar.has_value() ? at::OptionalScalarRef(&*scalar) : at::OptionalScalarRef();
+}
+
+template <typename T>
+constexpr bool isOutput = std::is_same_v<T, at::Tensor&>;
+
+template <typename... Args>
+constexpr size_t countOutputs() {
+  return (size_t{0} + ... + (isOutput<Args> ? 1 : 0));
+}
+
+}  // namespace detail
+
+// StructuredOut<Meta, &at::cpu::op_outf, Name>::call has the signature of the
+// operator's out= overload (inputs, then outputs as Tensor&) and is what gets
+// registered for PrivateUse1.
+template <typename Meta, auto CpuOutf, const char* Name, typename Signature = decltype(CpuOutf)>
+struct StructuredOut;
+
+template <typename Meta, auto CpuOutf, const char* Name, typename Result, typename... Args>
+struct StructuredOut<Meta, CpuOutf, Name, Result (*)(Args...)> {
+  static constexpr size_t kOutputs = detail::countOutputs<Args...>();
+  static constexpr size_t kInputs = sizeof...(Args) - kOutputs;
+
+  static Result call(Args... args) {
+    NativeCall native(Name, args...);
+    auto all = std::forward_as_tuple(args...);
+    computeGeometry(all, std::make_index_sequence<kInputs>{}, std::make_index_sequence<kOutputs>{});
+    native.launch([](auto&&... used) { CpuOutf(used...); }, args...);
+    return result(all, std::make_index_sequence<kOutputs>{});
+  }
+
+ private:
+  template <typename Tuple, size_t... In, size_t... Out>
+  static void computeGeometry(Tuple& all, std::index_sequence<In...>, std::index_sequence<Out...>) {
+    OutGeometry<Meta, kOutputs> geometry({std::ref(std::get<kInputs + Out>(all))...});
+    geometry.meta(detail::metaArgument(std::get<In>(all))...);
+  }
+
+  template <typename Tuple, size_t... Out>
+  static Result result(Tuple& all, std::index_sequence<Out...>) {
+    if constexpr (kOutputs == 1) {
+      return std::get<kInputs>(all);
+    } else {
+      return Result(std::get<kInputs + Out>(all)...);
+    }
+  }
+};
+
+}  // namespace torch_mydev::native
+
+// Registers the out= overload `schema` of a structured operator, given its
+// meta class (at::meta::<meta_class>) and its CPU out= function (a pointer,
+// cast to one signature where the name is overloaded).
+#define MYDEV_STRUCTURED_OUT(library, schema, meta_class, cpu_outf)                                          \
+  do {                                                                                                          \
+    static constexpr char kKernelName[] = "aten::" schema;                                                     \
+    (library).impl(schema, TORCH_FN((::torch_mydev::native::StructuredOut<at::meta::meta_class, cpu_outf,       \
+                                                                            kKernelName>::call)));             \
+  } while (0)
