@@ -1,74 +1,82 @@
 """Eager mydev against the CPU, measured in the same process.
 
-Prints, for each case, the median time per operation on each device and the
-ratio mydev/CPU (lower is better; 1.0 means as fast as the CPU). mydev runs
-ATen's CPU kernels on a stream worker thread, so the ratio shows the cost of
-the device machinery: dispatch, asynchronous launch, and memory management.
+For each case: the median time per operation on the CPU and on mydev, their
+ratio mydev/CPU (1.0 = as fast as the CPU, lower is better), the target ratio
+and whether it is met. mydev runs ATen's CPU kernels on a stream worker thread,
+so the ratio is the cost of the device machinery: dispatch, asynchronous
+launch, memory management. See benchmarks/README.md for the cases and targets.
 
-Run: .venv/bin/python benchmarks/eager_vs_cpu.py [--repeat N]
+Run: .venv/bin/python benchmarks/eager_vs_cpu.py [--repeat N] [--filter TEXT] [--json FILE]
 """
 import argparse
-import statistics
-import time
+import json
+import platform
 
 import torch
 
+import large_ops
+import report
+import tiny_ops
+import training_step
+from timing import measure, relative_spread
 
-def synchronize(device):
-    if device.startswith("mydev"):
-        torch.mydev.synchronize()
-
-
-def time_per_op(fn, device, ops_per_run, repeat):
-    fn()
-    synchronize(device)
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        synchronize(device)
-        samples.append((time.perf_counter() - start) / ops_per_run)
-    return statistics.median(samples)
+CASES = tiny_ops.CASES + large_ops.CASES + training_step.CASES
 
 
-def small_op_loop(device, iterations=2000):
-    x = torch.ones(4, device=device)
-
-    def run():
-        y = x
-        for _ in range(iterations):
-            y = y + 1
-        return y
-
-    return run, iterations
+def parse_arguments():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=11, help="timed samples per case and device (default 11)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed runs per case and device first (default 2)")
+    parser.add_argument("--filter", default="", help="run only cases whose group or name contains this text")
+    parser.add_argument("--json", metavar="FILE", help="also write the results, with every sample, to FILE")
+    return parser.parse_args()
 
 
-def large_matmul(device, size=1024):
-    generator = torch.Generator().manual_seed(0)
-    a = torch.randn(size, size, generator=generator).to(device)
-    b = torch.randn(size, size, generator=generator).to(device)
-    return (lambda: a @ b), 1
-
-
-CASES = {
-    "small-op loop (x + 1, 4 elements)": small_op_loop,
-    "matmul 1024x1024 float32": large_matmul,
-}
+def environment():
+    return {
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+        "mydev_device": torch.mydev.get_device_name(0),
+    }
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, mydev:0 = {torch.mydev.get_device_name(0)}")
-    print(f"{'case':<38}{'cpu':>12}{'mydev':>12}{'mydev/cpu':>11}")
-    for name, make in CASES.items():
-        timings = {}
-        for device in ("cpu", "mydev"):
-            fn, ops = make(device)
-            timings[device] = time_per_op(fn, device, ops, args.repeat)
-        ratio = timings["mydev"] / timings["cpu"]
-        print(f"{name:<38}{timings['cpu'] * 1e6:>10.1f}us{timings['mydev'] * 1e6:>10.1f}us{ratio:>10.2f}x")
+    args = parse_arguments()
+    wanted = args.filter.lower()
+    cases = [case for case in CASES if wanted in case.name.lower() or wanted in case.group.lower()]
+    setting = environment()
+    print(
+        f"torch {setting['torch']}, {setting['cpu_threads']} CPU threads (torch's default, which mydev's stream "
+        f"worker also uses), mydev:0 = {setting['mydev_device']}"
+    )
+    print(
+        f"median of {args.repeat} samples after {args.warmup} warm-up runs; times are per operation; spread: the "
+        "larger interquartile range over median of the two devices\n"
+    )
+    print(report.COLUMNS)
+    results = []
+    for case in cases:
+        medians, samples = measure(case, args.repeat, args.warmup)
+        ratio = medians["mydev"] / medians["cpu"]
+        result = {
+            "group": case.group,
+            "case": case.name,
+            "cpu_seconds": medians["cpu"],
+            "mydev_seconds": medians["mydev"],
+            "ratio": ratio,
+            "target": case.target,
+            "meets_target": ratio <= case.target,
+            "spread": max(relative_spread(values) for values in samples.values()),
+            "samples": samples,
+        }
+        results.append(result)
+        print(report.row(result), flush=True)
+    met = sum(result["meets_target"] for result in results)
+    print(f"\n{met} of {len(results)} cases meet their target")
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump({"environment": setting, "repeat": args.repeat, "warmup": args.warmup, "results": results}, file, indent=2)
 
 
 if __name__ == "__main__":

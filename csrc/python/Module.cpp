@@ -1,6 +1,7 @@
 // torch_mydev._C: the Python face of the glue. Only what Python cannot reach
 // through PyTorch's own generic APIs (torch.accelerator, torch.Stream,
 // torch.Event, torch.Generator) is bound here.
+#include "../aten/FallbackPolicy.h"
 #include "../core/CachingAllocator.h"
 #include "../core/Device.h"
 #include "../core/Exception.h"
@@ -122,6 +123,18 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_accumulated_host_memory_stats", [] { hostAllocator()->reset_accumulated_stats(); });
   m.def("_reset_peak_host_memory_stats", [] { hostAllocator()->reset_peak_stats(); });
 
+  m.def("_fallback_counts", [] {
+    py::dict counts;
+    for (const auto& [name, calls] : fallbackCounts()) {
+      counts[py::str(name)] = calls;
+    }
+    return counts;
+  });
+  m.def("_reset_fallback_counts", &resetFallbackCounts);
+  m.def("_get_fallback_policy", [] { return std::string(fallbackPolicyName(fallbackPolicy())); });
+  m.def("_set_fallback_policy", [](const std::string& policy) {
+    setFallbackPolicy(parseFallbackPolicy(policy, "the fallback policy"));
+  });
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(defaultGenerator(static_cast<c10::DeviceIndex>(device))));

@@ -1,0 +1,135 @@
+// Native kernels of layer and batch normalization. These operators are not
+// structured, so their output geometry is written out here, following ATen's
+// CPU functions. Batch norm runs ATen's CPU out= kernel straight into the
+// device outputs. Layer norm has no CPU out= kernel, and its DispatchStub
+// cannot be called from outside libtorch (DispatchStubImpl::get_call_ptr is
+// not exported in 2.13), so its CPU results are copied into the outputs on
+// the worker: one extra pass over the output.
+#include "NativeCall.h"
+
+#include <ATen/CPUFunctions.h>
+#include <ATen/native/cpu/mixed_data_type.h>
+#include <ATen/native/layer_norm.h>
+#include <ATen/ops/native_layer_norm_backward_cpu_dispatch.h>
+#include <ATen/ops/native_layer_norm_cpu_dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros_like.h>
+#include <c10/util/irange.h>
+#include <torch/library.h>
+
+namespace torch_mydev::native {
+
+namespace {
+
+using at::Tensor;
+
+Tensor definedOrEmpty(const std::optional<Tensor>& tensor) { return tensor.has_value() ? *tensor : Tensor(); }
+
+std::tuple<Tensor, Tensor, Tensor> nativeLayerNorm(const Tensor& input, at::IntArrayRef normalized_shape,
+                                                   const std::optional<Tensor>& weight_opt,
+                                                   const std::optional<Tensor>& bias_opt, double eps) {
+  NativeCall call("aten::native_layer_norm", input, weight_opt, bias_opt);
+  const Tensor weight = definedOrEmpty(weight_opt);
+  const Tensor bias = definedOrEmpty(bias_opt);
+  const bool mixed_type = at::native::is_mixed_type(input, weight, bias);
+  if (mixed_type) {
+    at::native::check_mixed_data_type(input, weight, bias);
+  }
+  const auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, weight, bias);
+
+  const size_t axis = input.dim() - normalized_shape.size();
+  at::DimVector stat_shape(input.sizes().begin(), input.sizes().begin() + axis);
+  stat_shape.resize(input.dim(), 1);
+  const auto stat_options = input.options().dtype(at::native::param_scalar_type(input, mixed_type));
+  Tensor output = at::empty(input.sizes(), input.options());
+  Tensor mean = at::empty(stat_shape, stat_options);
+  Tensor rstd = at::empty(stat_shape, stat_options);
+  call.launch(
+      [normalized_shape = normalized_shape.vec(), eps](const Tensor& x, const std::optional<Tensor>& gamma,
+                                                       const std::optional<Tensor>& beta, Tensor y, Tensor mean,
+                                                       Tensor rstd) {
+        const auto [y_host, mean_host, rstd_host] = at::cpu::native_layer_norm(x, normalized_shape, gamma, beta, eps);
+        y.copy_(y_host);
+        mean.copy_(mean_host);
+        rstd.copy_(rstd_host);
+      },
+      input, weight_opt, bias_opt, output, mean, rstd);
+  return {output, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> nativeLayerNormBackward(
+    const Tensor& grad_out, const Tensor& input, at::IntArrayRef normalized_shape, const Tensor& mean,
+    const Tensor& rstd, const std::optional<Tensor>& weight_opt, const std::optional<Tensor>& bias_opt,
+    std::array<bool, 3> grad_input_mask) {
+  NativeCall call("aten::native_layer_norm_backward", grad_out, input, mean, rstd, weight_opt, bias_opt);
+  const Tensor weight = definedOrEmpty(weight_opt);
+  const Tensor bias = definedOrEmpty(bias_opt);
+  const auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, weight, bias);
+  const auto contiguous = at::MemoryFormat::Contiguous;
+  Tensor grad_input;
+  Tensor grad_weight;
+  Tensor grad_bias;
+  if (grad_input_mask[0]) {
+    grad_input = at::empty(input.sizes(), input.options());
+  }
+  if (grad_input_mask[1]) {
+    grad_weight = M > 0 ? at::empty_like(weight, contiguous) : at::zeros_like(weight, contiguous);
+  }
+  if (grad_input_mask[2]) {
+    grad_bias = M > 0 ? at::empty_like(bias, contiguous) : at::zeros_like(bias, contiguous);
+  }
+  if (M > 0 && N > 0) {
+    call.launch(
+        [normalized_shape = normalized_shape.vec(), grad_input_mask](
+            const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+            const std::optional<Tensor>& gamma, const std::optional<Tensor>& beta, Tensor dx, Tensor dgamma,
+            Tensor dbeta) {
+          const auto [dx_host, dgamma_host, dbeta_host] =
+              at::cpu::native_layer_norm_backward(dy, x, normalized_shape, mean, rstd, gamma, beta, grad_input_mask);
+          for (auto [target, result] : {std::pair{dx, dx_host}, {dgamma, dgamma_host}, {dbeta, dbeta_host}}) {
+            if (target.defined()) {
+              target.copy_(result);
+            }
+          }
+        },
+        grad_out, input, mean, rstd, weight_opt, bias_opt, grad_input, grad_weight, grad_bias);
+  }
+  return {grad_input, grad_weight, grad_bias};
+}
+
+// Statistics are saved only in training mode; in evaluation ATen's CPU kernel
+// returns empty ones.
+std::tuple<Tensor, Tensor, Tensor> nativeBatchNorm(const Tensor& input, const std::optional<Tensor>& weight,
+                                                   const std::optional<Tensor>& bias,
+                                                   const std::optional<Tensor>& running_mean,
+                                                   const std::optional<Tensor>& running_var, bool training,
+                                                   double momentum, double eps) {
+  NativeCall call("aten::native_batch_norm", input, weight, bias, running_mean, running_var);
+  TORCH_CHECK(input.dim() >= 2, "batch_norm: expected input with at least 2 dimensions, got ", input.dim());
+  const bool mixed_type = at::native::is_mixed_type(input, definedOrEmpty(weight), definedOrEmpty(bias),
+                                                    definedOrEmpty(running_mean), definedOrEmpty(running_var));
+  const auto stat_options = input.options().dtype(mixed_type ? at::kFloat : input.scalar_type());
+  Tensor output = at::empty_like(input, input.suggest_memory_format());
+  Tensor save_mean = at::empty({training ? input.size(1) : 0}, stat_options);
+  Tensor save_invstd = at::empty({training ? input.size(1) : 0}, stat_options);
+  call.launch(
+      [training, momentum, eps](const Tensor& x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                                const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                                Tensor out, Tensor save_mean, Tensor save_invstd) {
+        at::cpu::native_batch_norm_outf(x, weight, bias, running_mean, running_var, training, momentum, eps, out,
+                                        save_mean, save_invstd);
+      },
+      input, weight, bias, running_mean, running_var, output, save_mean, save_invstd);
+  return {output, save_mean, save_invstd};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_layer_norm", TORCH_FN(nativeLayerNorm));
+  m.impl("native_layer_norm_backward", TORCH_FN(nativeLayerNormBackward));
+  m.impl("native_batch_norm", TORCH_FN(nativeBatchNorm));
+}
+
+}  // namespace torch_mydev::native

@@ -1,0 +1,124 @@
+// Native kernels of selection operators that are not structured: where,
+// index_select (embedding's forward), masked_fill_, and relu (which ATen's
+// CPU backend also computes as clamp_min). Shape and argument checks run on
+// the calling thread, as on CPU, before the kernel is queued.
+#include "NativeCall.h"
+
+#include <ATen/CPUFunctions.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/WrapDimMinimal.h>
+#include <torch/library.h>
+
+namespace torch_mydev::native {
+
+namespace {
+
+using at::Scalar;
+using at::Tensor;
+
+Tensor relu(const Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
+  return at::clamp_min(self, 0);
+}
+
+Tensor& relu_(Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
+  return at::clamp_min_(self, 0);
+}
+
+at::DimVector whereShape(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  return at::infer_size_dimvector(condition.sizes(), at::infer_size_dimvector(self.sizes(), other.sizes()));
+}
+
+Tensor& whereOut(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out) {
+  NativeCall call("aten::where.self_out", condition, self, other, out);
+  at::native::resize_output(out, whereShape(condition, self, other));
+  call.launch([](const Tensor& condition, const Tensor& self, const Tensor& other,
+                 Tensor out) { at::cpu::where_outf(condition, self, other, out); },
+              condition, self, other, out);
+  return out;
+}
+
+Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  Tensor out = at::empty(whereShape(condition, self, other),
+                         self.options().dtype(at::native::result_type(self, other)).device(
+                             self.is_cpu() ? (other.is_cpu() ? condition.device() : other.device()) : self.device()));
+  return whereOut(condition, self, other, out);
+}
+
+at::DimVector indexSelectShape(const Tensor& self, int64_t& dim, const Tensor& index) {
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  TORCH_CHECK(self.dim() > 0 || index.numel() <= 1, "index_select(): Index to scalar can have only 1 value, got ",
+              index.numel(), " value(s)");
+  at::DimVector shape(self.sizes());
+  if (self.dim() > 0) {
+    shape[dim] = index.numel();
+  }
+  return shape;
+}
+
+Tensor& indexSelectOut(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out) {
+  NativeCall call("aten::index_select.out", self, index, out);
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_select(): self and result must have the same scalar "
+              "type");
+  at::native::resize_output(out, indexSelectShape(self, dim, index));
+  call.launch([dim](const Tensor& self, const Tensor& index,
+                    Tensor out) { at::cpu::index_select_outf(self, dim, index, out); },
+              self, index, out);
+  return out;
+}
+
+Tensor indexSelect(const Tensor& self, int64_t dim, const Tensor& index) {
+  Tensor out = at::empty({0}, self.options());
+  return indexSelectOut(self, dim, index, out);
+}
+
+void checkMaskedFill(const Tensor& self, const Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  at::assert_no_internal_overlap(self);
+  TORCH_CHECK(at::infer_size_dimvector(self.sizes(), mask.sizes()) == self.sizes(),
+              "masked_fill_: the mask of shape ", mask.sizes(), " cannot be broadcast to the tensor of shape ",
+              self.sizes());
+}
+
+Tensor& maskedFillScalar(Tensor& self, const Tensor& mask, const Scalar& value) {
+  NativeCall call("aten::masked_fill_.Scalar", self, mask);
+  checkMaskedFill(self, mask);
+  call.launch([](Tensor self, const Tensor& mask, const Scalar& value) { at::cpu::masked_fill_(self, mask, value); },
+              self, mask, value);
+  return self;
+}
+
+Tensor& maskedFillTensor(Tensor& self, const Tensor& mask, const Tensor& value) {
+  NativeCall call("aten::masked_fill_.Tensor", self, mask, value);
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  checkMaskedFill(self, mask);
+  call.launch([](Tensor self, const Tensor& mask, const Tensor& value) { at::cpu::masked_fill_(self, mask, value); },
+              self, mask, value);
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("relu", TORCH_FN(relu));
+  m.impl("relu_", TORCH_FN(relu_));
+  m.impl("where.self", TORCH_FN(where));
+  m.impl("where.self_out", TORCH_FN(whereOut));
+  m.impl("index_select", TORCH_FN(indexSelect));
+  m.impl("index_select.out", TORCH_FN(indexSelectOut));
+  m.impl("masked_fill_.Scalar", TORCH_FN(maskedFillScalar));
+  m.impl("masked_fill_.Tensor", TORCH_FN(maskedFillTensor));
+}
+
+}  // namespace torch_mydev::native

@@ -1,0 +1,53 @@
+"""The coverage table: for every ATen operator, how it runs on mydev.
+
+Read from the dispatcher itself (the kernel it would pick for the
+PrivateUse1 key), so the table is whatever is registered in this process,
+not a list kept by hand.
+"""
+import collections
+import re
+
+import torch
+
+HOW_IT_RUNS = {
+    "native": "a torch_mydev kernel registered for PrivateUse1 (asynchronous, no Meta pass)",
+    "composite": "a PyTorch composite kernel that calls other operators (each runs its own way)",
+    "fallback": "the generic fallback: ATen's CPU kernel over device memory, on the stream",
+    "unsupported": "no kernel: the operator has neither a CPU kernel nor a composite one (CUDA-only, sparse, ...)",
+}
+
+CoverageEntry = collections.namedtuple("CoverageEntry", ["op", "how", "registered_at"])
+
+# These torch_mydev registrations hand the operator to the generic fallback
+# (by name, or after routing it to another operator), so what runs is the fallback.
+_ROUTING_FILES = {"Fallback.cpp", "Convolution.cpp"}
+
+_ROW = re.compile(r"^PrivateUse1: registered at (?P<where>\S+) \[(?P<kind>[^\]]+)\]")
+
+
+def _privateuse1_row(op_name):
+    for line in torch._C._dispatch_dump_table(op_name).splitlines():
+        match = _ROW.match(line)
+        if match:
+            return match["where"], match["kind"]
+    return None, None
+
+
+def _classify(op_name):
+    where, kind = _privateuse1_row(op_name)
+    if kind is None:
+        return "unsupported", ""
+    if kind == "kernel":
+        file_name = where.rsplit("/", 1)[-1].split(":")[0]
+        return ("fallback" if file_name in _ROUTING_FILES else "native"), where
+    if kind == "backend fallback":
+        has_cpu_kernel = torch._C._dispatch_has_kernel_for_dispatch_key(op_name, "CPU")
+        return ("fallback" if has_cpu_kernel else "unsupported"), where
+    return "composite", where
+
+
+def coverage(namespace="aten"):
+    """One CoverageEntry per operator overload of `namespace`, sorted by name."""
+    prefix = namespace + "::"
+    names = sorted(name for name in torch._C._dispatch_get_all_op_names() if name.startswith(prefix))
+    return [CoverageEntry(name, *_classify(name)) for name in names]
