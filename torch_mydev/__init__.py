@@ -34,10 +34,12 @@ from torch_mydev._registration import register_backend  # noqa: E402
 
 register_backend()
 
+from torch_mydev import ops  # noqa: E402  (registers the autograd formula of the mydev:: custom operator)
+
 
 def _autoload():
     """Entry point of the ``torch.backends`` group; importing the package registered the backend."""
     register_backend()
 
 
-__all__ = ["register_backend"]
+__all__ = ["ops", "register_backend"]

@@ -11,12 +11,16 @@ policy, initially read from ``MYDEV_FALLBACK``: ``allow`` (silent),
 that must prove a workload runs on native kernels only).
 
 ``python -m torch_mydev.ops --coverage`` prints the coverage table.
+
+``fused_bias_gelu`` (``torch.ops.mydev.fused_bias_gelu``) is the example of a
+vendor operator: C++ kernels for mydev, CPU and Meta, autograd from Python.
 """
 import contextlib
 
 from torch_mydev import _C
 
 from torch_mydev.ops.coverage import coverage, CoverageEntry, HOW_IT_RUNS
+from torch_mydev.ops.fused_bias_gelu import fused_bias_gelu
 
 
 def fallback_counts():
@@ -56,6 +60,7 @@ __all__ = [
     "coverage",
     "fallback_counts",
     "fallback_policy",
+    "fused_bias_gelu",
     "get_fallback_policy",
     "reset_fallback_counts",
     "set_fallback_policy",
