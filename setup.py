@@ -8,6 +8,7 @@ compiled against:  pip install --no-build-isolation -e .
 """
 import glob
 import os
+import platform
 
 # torch autoloads installed backends on import, this one included; while it is
 # being built, its extension may be missing or stale.
@@ -33,6 +34,14 @@ def sources():
 # pip's editable build would compile everything again in a throwaway directory.
 skip_extension = os.environ.get("MYDEV_SKIP_EXTENSION") == "1"
 
+# Calling one of ATen's DispatchStubs (csrc/kernels/Normalization.cpp) links
+# against DispatchStubImpl::get_call_ptr, whose parameter list depends on the
+# CPU kernel variants the torch build defined: x86-64 wheels are built with
+# AVX512 and AVX2 variants, and the extension must declare the same signature.
+DISPATCH_STUB_ISA_FLAGS = (
+    ["-DHAVE_AVX512_CPU_DEFINITION", "-DHAVE_AVX2_CPU_DEFINITION"] if platform.machine() in ("x86_64", "AMD64") else []
+)
+
 setup(
     name="torch_mydev",
     version="0.1.0",
@@ -45,7 +54,7 @@ setup(
             "torch_mydev._C",
             sources(),
             include_dirs=[os.path.join(ROOT, "csrc", "runtime", "include")],
-            extra_compile_args={"cxx": ["-O2", "-g0", "-Wno-interference-size"]},
+            extra_compile_args={"cxx": ["-O2", "-g0", "-Wno-interference-size"] + DISPATCH_STUB_ISA_FLAGS},
         )
     ],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},

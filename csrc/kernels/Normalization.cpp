@@ -1,17 +1,14 @@
 // Native kernels of layer and batch normalization. These operators are not
 // structured, so their output geometry is written out here, following ATen's
-// CPU functions. Batch norm runs ATen's CPU out= kernel straight into the
-// device outputs. Layer norm has no CPU out= kernel, and its DispatchStub
-// cannot be called from outside libtorch (DispatchStubImpl::get_call_ptr is
-// not exported in 2.13), so its CPU results are copied into the outputs on
-// the worker: one extra pass over the output.
+// CPU functions; the computation is ATen's CPU kernel writing straight into
+// the device outputs: the LayerNormKernel DispatchStub's CPU entry (setup.py
+// explains the build flags that calling a DispatchStub needs) and the CPU
+// batch_norm out= kernel.
 #include "NativeCall.h"
 
 #include <ATen/CPUFunctions.h>
 #include <ATen/native/cpu/mixed_data_type.h>
 #include <ATen/native/layer_norm.h>
-#include <ATen/ops/native_layer_norm_backward_cpu_dispatch.h>
-#include <ATen/ops/native_layer_norm_cpu_dispatch.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/zeros_like.h>
@@ -25,6 +22,8 @@ namespace {
 using at::Tensor;
 
 Tensor definedOrEmpty(const std::optional<Tensor>& tensor) { return tensor.has_value() ? *tensor : Tensor(); }
+
+Tensor contiguousOrUndefined(const Tensor& tensor) { return tensor.defined() ? tensor.contiguous() : tensor; }
 
 std::tuple<Tensor, Tensor, Tensor> nativeLayerNorm(const Tensor& input, at::IntArrayRef normalized_shape,
                                                    const std::optional<Tensor>& weight_opt,
@@ -45,16 +44,15 @@ std::tuple<Tensor, Tensor, Tensor> nativeLayerNorm(const Tensor& input, at::IntA
   Tensor output = at::empty(input.sizes(), input.options());
   Tensor mean = at::empty(stat_shape, stat_options);
   Tensor rstd = at::empty(stat_shape, stat_options);
-  call.launch(
-      [normalized_shape = normalized_shape.vec(), eps](const Tensor& x, const std::optional<Tensor>& gamma,
-                                                       const std::optional<Tensor>& beta, Tensor y, Tensor mean,
-                                                       Tensor rstd) {
-        const auto [y_host, mean_host, rstd_host] = at::cpu::native_layer_norm(x, normalized_shape, gamma, beta, eps);
-        y.copy_(y_host);
-        mean.copy_(mean_host);
-        rstd.copy_(rstd_host);
-      },
-      input, weight_opt, bias_opt, output, mean, rstd);
+  if (M > 0) {
+    call.launch(
+        [M = M, N = N, eps](const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y, Tensor mean,
+                            Tensor rstd) {
+          at::native::LayerNormKernel(c10::DeviceType::CPU, x.contiguous(), contiguousOrUndefined(gamma),
+                                      contiguousOrUndefined(beta), M, N, eps, &y, &mean, &rstd);
+        },
+        input, weight, bias, output, mean, rstd);
+  }
   return {output, mean, rstd};
 }
 
@@ -81,19 +79,12 @@ std::tuple<Tensor, Tensor, Tensor> nativeLayerNormBackward(
   }
   if (M > 0 && N > 0) {
     call.launch(
-        [normalized_shape = normalized_shape.vec(), grad_input_mask](
-            const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-            const std::optional<Tensor>& gamma, const std::optional<Tensor>& beta, Tensor dx, Tensor dgamma,
-            Tensor dbeta) {
-          const auto [dx_host, dgamma_host, dbeta_host] =
-              at::cpu::native_layer_norm_backward(dy, x, normalized_shape, mean, rstd, gamma, beta, grad_input_mask);
-          for (auto [target, result] : {std::pair{dx, dx_host}, {dgamma, dgamma_host}, {dbeta, dbeta_host}}) {
-            if (target.defined()) {
-              target.copy_(result);
-            }
-          }
+        [M = M, N = N](const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gamma,
+                       Tensor dx, Tensor dgamma, Tensor dbeta) {
+          at::native::LayerNormBackwardKernel(c10::DeviceType::CPU, dy.contiguous(), x.contiguous(), mean, rstd,
+                                              contiguousOrUndefined(gamma), M, N, &dx, &dgamma, &dbeta);
         },
-        grad_out, input, mean, rstd, weight_opt, bias_opt, grad_input, grad_weight, grad_bias);
+        grad_out, input, mean, rstd, weight, grad_input, grad_weight, grad_bias);
   }
   return {grad_input, grad_weight, grad_bias};
 }
