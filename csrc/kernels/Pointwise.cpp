@@ -12,8 +12,8 @@
 #include <ATen/ops/addcmul_meta.h>
 #include <ATen/ops/asin_meta.h>
 #include <ATen/ops/asinh_meta.h>
-#include <ATen/ops/atan_meta.h>
 #include <ATen/ops/atan2_meta.h>
+#include <ATen/ops/atan_meta.h>
 #include <ATen/ops/atanh_meta.h>
 #include <ATen/ops/bitwise_and_meta.h>
 #include <ATen/ops/bitwise_left_shift_meta.h>
@@ -22,22 +22,22 @@
 #include <ATen/ops/bitwise_right_shift_meta.h>
 #include <ATen/ops/bitwise_xor_meta.h>
 #include <ATen/ops/ceil_meta.h>
-#include <ATen/ops/clamp_meta.h>
 #include <ATen/ops/clamp_max_meta.h>
+#include <ATen/ops/clamp_meta.h>
 #include <ATen/ops/clamp_min_meta.h>
 #include <ATen/ops/copysign_meta.h>
 #include <ATen/ops/cos_meta.h>
 #include <ATen/ops/cosh_meta.h>
 #include <ATen/ops/digamma_meta.h>
 #include <ATen/ops/div_meta.h>
-#include <ATen/ops/elu_meta.h>
 #include <ATen/ops/elu_backward_meta.h>
+#include <ATen/ops/elu_meta.h>
 #include <ATen/ops/eq_meta.h>
 #include <ATen/ops/erf_meta.h>
 #include <ATen/ops/erfc_meta.h>
 #include <ATen/ops/erfinv_meta.h>
-#include <ATen/ops/exp_meta.h>
 #include <ATen/ops/exp2_meta.h>
+#include <ATen/ops/exp_meta.h>
 #include <ATen/ops/expm1_meta.h>
 #include <ATen/ops/floor_meta.h>
 #include <ATen/ops/fmax_meta.h>
@@ -46,31 +46,34 @@
 #include <ATen/ops/frac_meta.h>
 #include <ATen/ops/gcd_meta.h>
 #include <ATen/ops/ge_meta.h>
-#include <ATen/ops/gelu_meta.h>
 #include <ATen/ops/gelu_backward_meta.h>
+#include <ATen/ops/gelu_meta.h>
 #include <ATen/ops/glu_meta.h>
 #include <ATen/ops/gt_meta.h>
-#include <ATen/ops/hardshrink_meta.h>
 #include <ATen/ops/hardshrink_backward_meta.h>
-#include <ATen/ops/hardsigmoid_meta.h>
+#include <ATen/ops/hardshrink_meta.h>
 #include <ATen/ops/hardsigmoid_backward_meta.h>
+#include <ATen/ops/hardsigmoid_meta.h>
 #include <ATen/ops/heaviside_meta.h>
 #include <ATen/ops/hypot_meta.h>
 #include <ATen/ops/i0_meta.h>
+#include <ATen/ops/igamma_meta.h>
+#include <ATen/ops/igammac_meta.h>
 #include <ATen/ops/isneginf_meta.h>
 #include <ATen/ops/isposinf_meta.h>
 #include <ATen/ops/lcm_meta.h>
 #include <ATen/ops/le_meta.h>
-#include <ATen/ops/leaky_relu_meta.h>
 #include <ATen/ops/leaky_relu_backward_meta.h>
+#include <ATen/ops/leaky_relu_meta.h>
 #include <ATen/ops/lerp_meta.h>
 #include <ATen/ops/lgamma_meta.h>
-#include <ATen/ops/log_meta.h>
 #include <ATen/ops/log10_meta.h>
 #include <ATen/ops/log1p_meta.h>
 #include <ATen/ops/log2_meta.h>
-#include <ATen/ops/logaddexp_meta.h>
+#include <ATen/ops/log_meta.h>
 #include <ATen/ops/logaddexp2_meta.h>
+#include <ATen/ops/logaddexp_meta.h>
+#include <ATen/ops/logit_backward_meta.h>
 #include <ATen/ops/lt_meta.h>
 #include <ATen/ops/maximum_meta.h>
 #include <ATen/ops/minimum_meta.h>
@@ -79,32 +82,66 @@
 #include <ATen/ops/ne_meta.h>
 #include <ATen/ops/neg_meta.h>
 #include <ATen/ops/nextafter_meta.h>
+#include <ATen/ops/polygamma_meta.h>
 #include <ATen/ops/pow_meta.h>
 #include <ATen/ops/reciprocal_meta.h>
 #include <ATen/ops/remainder_meta.h>
 #include <ATen/ops/round_meta.h>
 #include <ATen/ops/rsqrt_meta.h>
 #include <ATen/ops/sgn_meta.h>
-#include <ATen/ops/sigmoid_meta.h>
 #include <ATen/ops/sigmoid_backward_meta.h>
+#include <ATen/ops/sigmoid_meta.h>
 #include <ATen/ops/sign_meta.h>
 #include <ATen/ops/signbit_meta.h>
-#include <ATen/ops/silu_meta.h>
 #include <ATen/ops/silu_backward_meta.h>
+#include <ATen/ops/silu_meta.h>
 #include <ATen/ops/sin_meta.h>
 #include <ATen/ops/sinc_meta.h>
 #include <ATen/ops/sinh_meta.h>
-#include <ATen/ops/softplus_meta.h>
 #include <ATen/ops/softplus_backward_meta.h>
-#include <ATen/ops/softshrink_meta.h>
+#include <ATen/ops/softplus_meta.h>
 #include <ATen/ops/softshrink_backward_meta.h>
+#include <ATen/ops/softshrink_meta.h>
+#include <ATen/ops/special_airy_ai_meta.h>
+#include <ATen/ops/special_bessel_j0_meta.h>
+#include <ATen/ops/special_bessel_j1_meta.h>
+#include <ATen/ops/special_bessel_y0_meta.h>
+#include <ATen/ops/special_bessel_y1_meta.h>
+#include <ATen/ops/special_chebyshev_polynomial_t_meta.h>
+#include <ATen/ops/special_chebyshev_polynomial_u_meta.h>
+#include <ATen/ops/special_chebyshev_polynomial_v_meta.h>
+#include <ATen/ops/special_chebyshev_polynomial_w_meta.h>
+#include <ATen/ops/special_entr_meta.h>
+#include <ATen/ops/special_erfcx_meta.h>
+#include <ATen/ops/special_hermite_polynomial_h_meta.h>
+#include <ATen/ops/special_hermite_polynomial_he_meta.h>
+#include <ATen/ops/special_i0e_meta.h>
+#include <ATen/ops/special_i1_meta.h>
+#include <ATen/ops/special_i1e_meta.h>
+#include <ATen/ops/special_laguerre_polynomial_l_meta.h>
+#include <ATen/ops/special_legendre_polynomial_p_meta.h>
+#include <ATen/ops/special_log_ndtr_meta.h>
+#include <ATen/ops/special_modified_bessel_i0_meta.h>
+#include <ATen/ops/special_modified_bessel_i1_meta.h>
+#include <ATen/ops/special_modified_bessel_k0_meta.h>
+#include <ATen/ops/special_modified_bessel_k1_meta.h>
+#include <ATen/ops/special_ndtri_meta.h>
+#include <ATen/ops/special_scaled_modified_bessel_k0_meta.h>
+#include <ATen/ops/special_scaled_modified_bessel_k1_meta.h>
+#include <ATen/ops/special_shifted_chebyshev_polynomial_t_meta.h>
+#include <ATen/ops/special_shifted_chebyshev_polynomial_u_meta.h>
+#include <ATen/ops/special_shifted_chebyshev_polynomial_v_meta.h>
+#include <ATen/ops/special_shifted_chebyshev_polynomial_w_meta.h>
+#include <ATen/ops/special_spherical_bessel_j0_meta.h>
+#include <ATen/ops/special_xlog1py_meta.h>
+#include <ATen/ops/special_zeta_meta.h>
 #include <ATen/ops/sqrt_meta.h>
 #include <ATen/ops/sub_meta.h>
 #include <ATen/ops/tan_meta.h>
-#include <ATen/ops/tanh_meta.h>
 #include <ATen/ops/tanh_backward_meta.h>
-#include <ATen/ops/threshold_meta.h>
+#include <ATen/ops/tanh_meta.h>
 #include <ATen/ops/threshold_backward_meta.h>
+#include <ATen/ops/threshold_meta.h>
 #include <ATen/ops/trunc_meta.h>
 #include <ATen/ops/xlogy_meta.h>
 #include <torch/library.h>
@@ -175,6 +212,46 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_UNARY(tan);
   MYDEV_UNARY(tanh);
   MYDEV_UNARY(trunc);
+
+  MYDEV_UNARY(special_entr);
+  MYDEV_UNARY(special_ndtri);
+  MYDEV_UNARY(special_log_ndtr);
+  MYDEV_UNARY(special_erfcx);
+  MYDEV_UNARY(special_i0e);
+  MYDEV_UNARY(special_i1);
+  MYDEV_UNARY(special_i1e);
+  MYDEV_UNARY(special_airy_ai);
+  MYDEV_UNARY(special_bessel_j0);
+  MYDEV_UNARY(special_bessel_j1);
+  MYDEV_UNARY(special_bessel_y0);
+  MYDEV_UNARY(special_bessel_y1);
+  MYDEV_UNARY(special_modified_bessel_i0);
+  MYDEV_UNARY(special_modified_bessel_i1);
+  MYDEV_UNARY(special_modified_bessel_k0);
+  MYDEV_UNARY(special_modified_bessel_k1);
+  MYDEV_UNARY(special_scaled_modified_bessel_k0);
+  MYDEV_UNARY(special_scaled_modified_bessel_k1);
+  MYDEV_UNARY(special_spherical_bessel_j0);
+  MYDEV_BINARY(special_xlog1py, "out", structured_special_xlog1py);
+  MYDEV_BINARY(special_zeta, "out", structured_special_zeta);
+  MYDEV_BINARY(special_chebyshev_polynomial_t, "out", structured_special_chebyshev_polynomial_t);
+  MYDEV_BINARY(special_chebyshev_polynomial_u, "out", structured_special_chebyshev_polynomial_u);
+  MYDEV_BINARY(special_chebyshev_polynomial_v, "out", structured_special_chebyshev_polynomial_v);
+  MYDEV_BINARY(special_chebyshev_polynomial_w, "out", structured_special_chebyshev_polynomial_w);
+  MYDEV_BINARY(special_hermite_polynomial_h, "out", structured_special_hermite_polynomial_h);
+  MYDEV_BINARY(special_hermite_polynomial_he, "out", structured_special_hermite_polynomial_he);
+  MYDEV_BINARY(special_laguerre_polynomial_l, "out", structured_special_laguerre_polynomial_l);
+  MYDEV_BINARY(special_legendre_polynomial_p, "out", structured_special_legendre_polynomial_p);
+  MYDEV_BINARY(special_shifted_chebyshev_polynomial_t, "out", structured_special_shifted_chebyshev_polynomial_t);
+  MYDEV_BINARY(special_shifted_chebyshev_polynomial_u, "out", structured_special_shifted_chebyshev_polynomial_u);
+  MYDEV_BINARY(special_shifted_chebyshev_polynomial_v, "out", structured_special_shifted_chebyshev_polynomial_v);
+  MYDEV_BINARY(special_shifted_chebyshev_polynomial_w, "out", structured_special_shifted_chebyshev_polynomial_w);
+  MYDEV_BINARY(igamma, "out", structured_igamma);
+  MYDEV_BINARY(igammac, "out", structured_igammac);
+  MYDEV_STRUCTURED_OUT(m, "round.decimals_out", structured_round_decimals,
+                       static_cast<Tensor& (*)(const Tensor&, int64_t, Tensor&)>(&at::cpu::round_outf));
+  MYDEV_STRUCTURED_OUT(m, "polygamma.out", structured_polygamma, &at::cpu::polygamma_outf);
+  MYDEV_STRUCTURED_OUT(m, "logit_backward.grad_input", structured_logit_backward, &at::cpu::logit_backward_outf);
 
   MYDEV_STRUCTURED_OUT(m, "add.out", structured_add_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::add_outf));
   MYDEV_STRUCTURED_OUT(m, "sub.out", structured_sub_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::sub_outf));
