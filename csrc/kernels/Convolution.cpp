@@ -1,0 +1,81 @@
+// Convolution. For a backend that is not CPU, CUDA or MKLDNN, ATen's
+// convolution checks the arguments, then lands in convolution_overrideable /
+// convolution_backward_overrideable, whose default kernels only raise. mydev
+// implements both: the output shapes come from ATen's own formulas
+// (ConvUtils.h), the outputs are contiguous (what PyTorch's meta and fake
+// kernels predict for an "overrideable" backend, so eager and torch.compile
+// agree), and the kernel runs ATen's CPU convolution over device memory. The
+// CPU convolution allocates its own result, which the kernel copies into the
+// device output.
+#include "NativeCall.h"
+
+#include <ATen/native/ConvUtils.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+namespace torch_mydev::native {
+
+namespace {
+
+using at::Tensor;
+
+Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                   at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                   at::IntArrayRef output_padding, int64_t groups) {
+  NativeCall call("aten::convolution_overrideable", input, weight, bias);
+  const std::vector<int64_t> shape =
+      transposed ? at::native::conv_input_size(input.sizes(), weight.sizes(), padding, output_padding, stride,
+                                               dilation, groups)
+                 : at::native::conv_output_size(input.sizes(), weight.sizes(), padding, stride, dilation);
+  Tensor output = at::empty(shape, input.options());
+  call.launch(
+      [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(), transposed,
+       output_padding = output_padding.vec(), groups](const Tensor& input, const Tensor& weight,
+                                                      const std::optional<Tensor>& bias, Tensor output) {
+        output.copy_(at::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                                     groups));
+      },
+      input, weight, bias, output);
+  return output;
+}
+
+std::tuple<Tensor, Tensor, Tensor> convolutionBackward(const Tensor& grad_output, const Tensor& input,
+                                                       const Tensor& weight, at::IntArrayRef stride,
+                                                       at::IntArrayRef padding, at::IntArrayRef dilation,
+                                                       bool transposed, at::IntArrayRef output_padding, int64_t groups,
+                                                       std::array<bool, 3> output_mask) {
+  NativeCall call("aten::convolution_backward_overrideable", grad_output, input, weight);
+  const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
+  Tensor grad_input = output_mask[0] ? at::empty(input.sizes(), input.options()) : Tensor();
+  Tensor grad_weight = output_mask[1] ? at::empty(weight.sizes(), weight.options()) : Tensor();
+  Tensor grad_bias = output_mask[2] ? at::empty({out_channels}, grad_output.options()) : Tensor();
+  call.launch(
+      [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(), transposed,
+       output_padding = output_padding.vec(), groups, output_mask,
+       out_channels](const Tensor& grad_output, const Tensor& input, const Tensor& weight, Tensor grad_input,
+                     Tensor grad_weight, Tensor grad_bias) {
+        const auto [input_result, weight_result, bias_result] = at::convolution_backward(
+            grad_output, input, weight, output_mask[2] ? std::optional<at::IntArrayRef>(at::IntArrayRef(out_channels))
+                                                       : std::nullopt,
+            stride, padding, dilation, transposed, output_padding, groups, output_mask);
+        for (auto [target, result] : {std::pair{grad_input, input_result}, {grad_weight, weight_result},
+                                      {grad_bias, bias_result}}) {
+          if (target.defined()) {
+            target.copy_(result);
+          }
+        }
+      },
+      grad_output, input, weight, grad_input, grad_weight, grad_bias);
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution_overrideable", TORCH_FN(convolution));
+  m.impl("convolution_backward_overrideable", TORCH_FN(convolutionBackward));
+}
+
+}  // namespace torch_mydev::native
