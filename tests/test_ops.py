@@ -186,6 +186,33 @@ class TestMydevOps(TestCase):
         self.assertEqual(result, torch.tensor([3.0, 3.0, 1.0, 1.0]))
 
 
+    @parametrize("layer", ["LSTM", "GRU"])
+    def test_recurrent_layers_match_cpu(self, device, layer):
+        # ATen runs these through the fused cells (_thnn_fused_lstm_cell /
+        # _thnn_fused_gru_cell) on every accelerator; mydev implements them.
+        torch.manual_seed(0)
+        module = getattr(nn, layer)(5, 7, num_layers=2, batch_first=True)
+        device_module = copy.deepcopy(module).to(device)
+        inputs = torch.randn(3, 4, 5)
+        state = torch.randn(2, 3, 7, requires_grad=True)
+        device_state = state.detach().to(device).requires_grad_()
+        if layer == "LSTM":
+            cell = torch.randn(2, 3, 7)
+            out, (h, c) = module(inputs, (state, cell))
+            device_out, (device_h, device_c) = device_module(inputs.to(device), (device_state, cell.to(device)))
+            loss, device_loss = out.sum() + c.square().sum(), device_out.sum() + device_c.square().sum()
+        else:
+            out, h = module(inputs, state)
+            device_out, device_h = device_module(inputs.to(device), device_state)
+            loss, device_loss = out.sum() + h.square().sum(), device_out.sum() + device_h.square().sum()
+        self.assertEqual(reference(device_out), out)
+        self.assertEqual(reference(device_h), h)
+        loss.backward()
+        device_loss.backward()
+        self.assertEqual(reference(device_state.grad), state.grad)
+        for (name, parameter), device_parameter in zip(module.named_parameters(), device_module.parameters()):
+            self.assertEqual(reference(device_parameter.grad), parameter.grad, msg=name)
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":
