@@ -19,7 +19,8 @@ class TestCoverage(TestCase):
         self.assertEqual(table["aten::native_layer_norm"], "native")
         self.assertEqual(table["aten::add.Tensor"], "composite")
         self.assertEqual(table["aten::nonzero"], "fallback")
-        self.assertEqual(table["aten::_thnn_fused_lstm_cell"], "unsupported")
+        self.assertEqual(table["aten::_thnn_fused_lstm_cell"], "native")
+        self.assertEqual(table["aten::_cudnn_rnn"], "unsupported")
         self.assertEqual(set(table.values()), set(ops.HOW_IT_RUNS))
         self.assertGreater(len(table), 2000)
 

@@ -3,7 +3,8 @@
 // CPU functions; the computation is ATen's CPU kernel writing straight into
 // the device outputs: the LayerNormKernel DispatchStub's CPU entry (setup.py
 // explains the build flags that calling a DispatchStub needs) and the CPU
-// batch_norm out= kernel.
+// batch_norm out= kernel. Batch norm's backward has no CPU out= kernel: its
+// CPU results are copied into the device outputs on the worker.
 #include "NativeCall.h"
 
 #include <ATen/CPUFunctions.h>
@@ -115,12 +116,46 @@ std::tuple<Tensor, Tensor, Tensor> nativeBatchNorm(const Tensor& input, const st
   return {output, save_mean, save_invstd};
 }
 
+std::tuple<Tensor, Tensor, Tensor> nativeBatchNormBackward(
+    const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool training, double eps,
+    std::array<bool, 3> output_mask) {
+  NativeCall call("aten::native_batch_norm_backward", grad_out, input, weight, running_mean, running_var, save_mean,
+                  save_invstd);
+  const bool mixed_type = at::native::is_mixed_type(input, definedOrEmpty(weight), definedOrEmpty(running_mean),
+                                                    definedOrEmpty(running_var));
+  const auto parameter_options = input.options().dtype(mixed_type ? at::kFloat : input.scalar_type());
+  Tensor grad_input = output_mask[0] ? at::empty_like(input, input.suggest_memory_format()) : Tensor();
+  Tensor grad_weight = output_mask[1] ? at::empty({input.size(1)}, parameter_options) : Tensor();
+  Tensor grad_bias = output_mask[2] ? at::empty({input.size(1)}, parameter_options) : Tensor();
+  call.launch(
+      [training, eps, output_mask](const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
+                                   const std::optional<Tensor>& running_mean,
+                                   const std::optional<Tensor>& running_var, const std::optional<Tensor>& save_mean,
+                                   const std::optional<Tensor>& save_invstd, Tensor grad_input, Tensor grad_weight,
+                                   Tensor grad_bias) {
+        const auto [input_result, weight_result, bias_result] =
+            at::cpu::native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+                                                save_invstd, training, eps, output_mask);
+        for (auto [target, result] : {std::pair{grad_input, input_result}, {grad_weight, weight_result},
+                                      {grad_bias, bias_result}}) {
+          if (target.defined()) {
+            target.copy_(result);
+          }
+        }
+      },
+      grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, grad_input, grad_weight, grad_bias);
+  return {grad_input, grad_weight, grad_bias};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", TORCH_FN(nativeLayerNorm));
   m.impl("native_layer_norm_backward", TORCH_FN(nativeLayerNormBackward));
   m.impl("native_batch_norm", TORCH_FN(nativeBatchNorm));
+  m.impl("native_batch_norm_backward", TORCH_FN(nativeBatchNormBackward));
 }
 
 }  // namespace torch_mydev::native

@@ -1,7 +1,8 @@
 // Native kernels of selection operators that are not structured: where,
-// index_select (embedding's forward), masked_fill_, and relu (which ATen's
-// CPU backend also computes as clamp_min). Shape and argument checks run on
-// the calling thread, as on CPU, before the kernel is queued.
+// index_select and embedding_dense_backward (embedding's forward and
+// backward), masked_fill_, and relu (which ATen's CPU backend also computes
+// as clamp_min). Shape and argument checks run on the calling thread, as on
+// CPU, before the kernel is queued.
 #include "NativeCall.h"
 
 #include <ATen/CPUFunctions.h>
@@ -81,6 +82,23 @@ Tensor indexSelect(const Tensor& self, int64_t dim, const Tensor& index) {
   return indexSelectOut(self, dim, index, out);
 }
 
+// The CPU kernel allocates its result, which is copied into the device output.
+Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
+                              int64_t padding_idx, bool scale_grad_by_freq) {
+  NativeCall call("aten::embedding_dense_backward", grad_output, indices);
+  TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
+              "embedding_backward: expected indices of dtype int32 or int64, got ", indices.scalar_type());
+  Tensor grad_weight = at::empty({num_weights, grad_output.size(-1)}, grad_output.options());
+  call.launch(
+      [num_weights, padding_idx, scale_grad_by_freq](const Tensor& grad_output, const Tensor& indices,
+                                                     Tensor grad_weight) {
+        grad_weight.copy_(
+            at::cpu::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq));
+      },
+      grad_output, indices, grad_weight);
+  return grad_weight;
+}
+
 void checkMaskedFill(const Tensor& self, const Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
@@ -117,6 +135,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("where.self_out", TORCH_FN(whereOut));
   m.impl("index_select", TORCH_FN(indexSelect));
   m.impl("index_select.out", TORCH_FN(indexSelectOut));
+  m.impl("embedding_dense_backward", TORCH_FN(embeddingDenseBackward));
   m.impl("masked_fill_.Scalar", TORCH_FN(maskedFillScalar));
   m.impl("masked_fill_.Tensor", TORCH_FN(maskedFillTensor));
 }
