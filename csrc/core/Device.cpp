@@ -21,11 +21,13 @@ c10::DeviceIndex currentDevice() {
   return static_cast<c10::DeviceIndex>(device);
 }
 
+// Unlike deviceCount(), reports why the runtime cannot be used (a forked
+// child, a bad configuration) instead of pretending there are no devices.
 void checkDeviceIndex(c10::DeviceIndex device) {
-  const auto count = deviceCount();
+  int count = 0;
+  MYDEV_CHECK(mydevGetDeviceCount(&count));
   TORCH_CHECK(device >= 0 && device < count, "Invalid device index ", static_cast<int>(device),
-              " for mydev: ", static_cast<int>(count), " device(s) available (valid indices 0..",
-              static_cast<int>(count) - 1, "; set MYDEV_DEVICE_COUNT to simulate more)");
+              " for mydev: ", count, " device(s) available (valid indices 0..", count - 1, "; set MYDEV_DEVICE_COUNT to simulate more)");
 }
 
 void setDevice(c10::DeviceIndex device) {

@@ -24,9 +24,9 @@ using TriangleOut = Tensor& (*)(const Tensor&, int64_t, Tensor&);
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  MYDEV_STRUCTURED_OUT(m, "mm.out", structured_mm, &at::cpu::mm_outf);
-  MYDEV_STRUCTURED_OUT(m, "bmm.out", structured_bmm, &at::cpu::bmm_outf);
-  MYDEV_STRUCTURED_OUT(m, "addmm.out", structured_addmm, &at::cpu::addmm_outf);
+  MYDEV_STRUCTURED(m, "mm", "mm.out", structured_mm, &at::cpu::mm_outf);
+  MYDEV_STRUCTURED(m, "bmm", "bmm.out", structured_bmm, &at::cpu::bmm_outf);
+  MYDEV_STRUCTURED(m, "addmm", "addmm.out", structured_addmm, &at::cpu::addmm_outf);
   MYDEV_STRUCTURED_OUT(m, "_addmm_activation.out", structured__addmm_activation, &at::cpu::_addmm_activation_outf);
   MYDEV_STRUCTURED_OUT(m, "addmv.out", structured_addmv, &at::cpu::addmv_outf);
   MYDEV_STRUCTURED_OUT(m, "baddbmm.out", structured_baddbmm, &at::cpu::baddbmm_outf);

@@ -160,9 +160,16 @@ using BinaryAlphaOut = Tensor& (*)(const Tensor&, const Tensor&, const Scalar&, 
 
 }  // namespace
 
-#define MYDEV_UNARY(op) MYDEV_STRUCTURED_OUT(m, #op ".out", structured_##op, static_cast<UnaryOut>(&at::cpu::op##_outf))
+#define MYDEV_UNARY(op) \
+  MYDEV_STRUCTURED(m, #op, #op ".out", structured_##op, static_cast<UnaryOut>(&at::cpu::op##_outf))
 #define MYDEV_BINARY(op, overload, meta_class) \
   MYDEV_STRUCTURED_OUT(m, #op "." overload, meta_class, static_cast<BinaryOut>(&at::cpu::op##_outf))
+#define MYDEV_BINARY_FUNCTIONAL(op, functional_overload, overload, meta_class)                               \
+  MYDEV_STRUCTURED(m, #op "." functional_overload, #op "." overload, meta_class,                                \
+                   static_cast<BinaryOut>(&at::cpu::op##_outf))
+#define MYDEV_TENSOR_SCALAR_FUNCTIONAL(op, functional_overload, overload, meta_class)                        \
+  MYDEV_STRUCTURED(m, #op "." functional_overload, #op "." overload, meta_class,                                \
+                   static_cast<TensorScalarOut>(&at::cpu::op##_outf))
 #define MYDEV_TENSOR_SCALAR(op, overload, meta_class) \
   MYDEV_STRUCTURED_OUT(m, #op "." overload, meta_class, static_cast<TensorScalarOut>(&at::cpu::op##_outf))
 
@@ -253,10 +260,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_STRUCTURED_OUT(m, "polygamma.out", structured_polygamma, &at::cpu::polygamma_outf);
   MYDEV_STRUCTURED_OUT(m, "logit_backward.grad_input", structured_logit_backward, &at::cpu::logit_backward_outf);
 
-  MYDEV_STRUCTURED_OUT(m, "add.out", structured_add_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::add_outf));
-  MYDEV_STRUCTURED_OUT(m, "sub.out", structured_sub_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::sub_outf));
-  MYDEV_BINARY(mul, "out", structured_mul_Tensor);
-  MYDEV_BINARY(div, "out", structured_div_Tensor);
+  MYDEV_STRUCTURED(m, "add.Tensor", "add.out", structured_add_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::add_outf));
+  MYDEV_STRUCTURED(m, "sub.Tensor", "sub.out", structured_sub_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::sub_outf));
+  MYDEV_BINARY_FUNCTIONAL(mul, "Tensor", "out", structured_mul_Tensor);
+  MYDEV_BINARY_FUNCTIONAL(div, "Tensor", "out", structured_div_Tensor);
   MYDEV_STRUCTURED_OUT(m, "div.out_mode", structured_div_Tensor_mode,
                        static_cast<Tensor& (*)(const Tensor&, const Tensor&, std::optional<std::string_view>, Tensor&)>(
                            &at::cpu::div_outf));
@@ -276,29 +283,29 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_BINARY(lcm, "out", structured_lcm);
   MYDEV_BINARY(logaddexp, "out", structured_logaddexp);
   MYDEV_BINARY(logaddexp2, "out", structured_logaddexp2);
-  MYDEV_BINARY(maximum, "out", structured_maximum);
-  MYDEV_BINARY(minimum, "out", structured_minimum);
+  MYDEV_STRUCTURED(m, "maximum", "maximum.out", structured_maximum, static_cast<BinaryOut>(&at::cpu::maximum_outf));
+  MYDEV_STRUCTURED(m, "minimum", "minimum.out", structured_minimum, static_cast<BinaryOut>(&at::cpu::minimum_outf));
   MYDEV_BINARY(nextafter, "out", structured_nextafter);
   MYDEV_BINARY(pow, "Tensor_Tensor_out", structured_pow_Tensor_Tensor);
   MYDEV_BINARY(remainder, "Tensor_out", structured_remainder_Tensor);
   MYDEV_BINARY(xlogy, "OutTensor", structured_xlogy_Tensor);
   MYDEV_BINARY(clamp_max, "Tensor_out", structured_clamp_max_Tensor);
   MYDEV_BINARY(clamp_min, "Tensor_out", structured_clamp_min_Tensor);
-  MYDEV_BINARY(eq, "Tensor_out", structured_eq_Tensor);
-  MYDEV_BINARY(ne, "Tensor_out", structured_ne_Tensor);
-  MYDEV_BINARY(lt, "Tensor_out", structured_lt_Tensor);
-  MYDEV_BINARY(le, "Tensor_out", structured_le_Tensor);
-  MYDEV_BINARY(gt, "Tensor_out", structured_gt_Tensor);
-  MYDEV_BINARY(ge, "Tensor_out", structured_ge_Tensor);
-  MYDEV_TENSOR_SCALAR(eq, "Scalar_out", structured_eq_Scalar);
-  MYDEV_TENSOR_SCALAR(ne, "Scalar_out", structured_ne_Scalar);
-  MYDEV_TENSOR_SCALAR(lt, "Scalar_out", structured_lt_Scalar);
-  MYDEV_TENSOR_SCALAR(le, "Scalar_out", structured_le_Scalar);
-  MYDEV_TENSOR_SCALAR(gt, "Scalar_out", structured_gt_Scalar);
-  MYDEV_TENSOR_SCALAR(ge, "Scalar_out", structured_ge_Scalar);
-  MYDEV_TENSOR_SCALAR(pow, "Tensor_Scalar_out", structured_pow_Tensor_Scalar);
-  MYDEV_TENSOR_SCALAR(clamp_max, "out", structured_clamp_max);
-  MYDEV_TENSOR_SCALAR(clamp_min, "out", structured_clamp_min);
+  MYDEV_BINARY_FUNCTIONAL(eq, "Tensor", "Tensor_out", structured_eq_Tensor);
+  MYDEV_BINARY_FUNCTIONAL(ne, "Tensor", "Tensor_out", structured_ne_Tensor);
+  MYDEV_BINARY_FUNCTIONAL(lt, "Tensor", "Tensor_out", structured_lt_Tensor);
+  MYDEV_BINARY_FUNCTIONAL(le, "Tensor", "Tensor_out", structured_le_Tensor);
+  MYDEV_BINARY_FUNCTIONAL(gt, "Tensor", "Tensor_out", structured_gt_Tensor);
+  MYDEV_BINARY_FUNCTIONAL(ge, "Tensor", "Tensor_out", structured_ge_Tensor);
+  MYDEV_TENSOR_SCALAR_FUNCTIONAL(eq, "Scalar", "Scalar_out", structured_eq_Scalar);
+  MYDEV_TENSOR_SCALAR_FUNCTIONAL(ne, "Scalar", "Scalar_out", structured_ne_Scalar);
+  MYDEV_TENSOR_SCALAR_FUNCTIONAL(lt, "Scalar", "Scalar_out", structured_lt_Scalar);
+  MYDEV_TENSOR_SCALAR_FUNCTIONAL(le, "Scalar", "Scalar_out", structured_le_Scalar);
+  MYDEV_TENSOR_SCALAR_FUNCTIONAL(gt, "Scalar", "Scalar_out", structured_gt_Scalar);
+  MYDEV_TENSOR_SCALAR_FUNCTIONAL(ge, "Scalar", "Scalar_out", structured_ge_Scalar);
+  MYDEV_TENSOR_SCALAR_FUNCTIONAL(pow, "Tensor_Scalar", "Tensor_Scalar_out", structured_pow_Tensor_Scalar);
+  MYDEV_STRUCTURED(m, "clamp_max", "clamp_max.out", structured_clamp_max, static_cast<TensorScalarOut>(&at::cpu::clamp_max_outf));
+  MYDEV_STRUCTURED(m, "clamp_min", "clamp_min.out", structured_clamp_min, static_cast<TensorScalarOut>(&at::cpu::clamp_min_outf));
   MYDEV_TENSOR_SCALAR(hardshrink, "out", structured_hardshrink);
   MYDEV_TENSOR_SCALAR(softshrink, "out", structured_softshrink);
   MYDEV_TENSOR_SCALAR(leaky_relu, "out", structured_leaky_relu);

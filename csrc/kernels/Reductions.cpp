@@ -41,10 +41,10 @@ using NormDtypeOut = Tensor& (*)(const Tensor&, const std::optional<at::Scalar>&
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  MYDEV_STRUCTURED_OUT(m, "sum.IntList_out", structured_sum_dim_IntList, &at::cpu::sum_outf);
-  MYDEV_STRUCTURED_OUT(m, "mean.out", structured_mean_dim, &at::cpu::mean_outf);
+  MYDEV_STRUCTURED(m, "sum.dim_IntList", "sum.IntList_out", structured_sum_dim_IntList, &at::cpu::sum_outf);
+  MYDEV_STRUCTURED(m, "mean.dim", "mean.out", structured_mean_dim, &at::cpu::mean_outf);
   MYDEV_STRUCTURED_OUT(m, "prod.int_out", structured_prod_dim_int, &at::cpu::prod_outf);
-  MYDEV_STRUCTURED_OUT(m, "amax.out", structured_amax, &at::cpu::amax_outf);
+  MYDEV_STRUCTURED(m, "amax", "amax.out", structured_amax, &at::cpu::amax_outf);
   MYDEV_STRUCTURED_OUT(m, "amin.out", structured_amin, &at::cpu::amin_outf);
   MYDEV_STRUCTURED_OUT(m, "aminmax.out", structured_aminmax, &at::cpu::aminmax_outf);
   MYDEV_STRUCTURED_OUT(m, "argmax.out", structured_argmax, &at::cpu::argmax_outf);
@@ -64,8 +64,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_STRUCTURED_OUT(m, "cumsum.out", structured_cumsum, &at::cpu::cumsum_outf);
   MYDEV_STRUCTURED_OUT(m, "cumprod.out", structured_cumprod, &at::cpu::cumprod_outf);
 
-  MYDEV_STRUCTURED_OUT(m, "_softmax.out", structured__softmax, &at::cpu::_softmax_outf);
-  MYDEV_STRUCTURED_OUT(m, "_log_softmax.out", structured__log_softmax, &at::cpu::_log_softmax_outf);
+  MYDEV_STRUCTURED(m, "_softmax", "_softmax.out", structured__softmax, &at::cpu::_softmax_outf);
+  MYDEV_STRUCTURED(m, "_log_softmax", "_log_softmax.out", structured__log_softmax, &at::cpu::_log_softmax_outf);
   MYDEV_STRUCTURED_OUT(m, "_softmax_backward_data.out", structured__softmax_backward_data,
                        &at::cpu::_softmax_backward_data_outf);
   MYDEV_STRUCTURED_OUT(m, "_log_softmax_backward_data.out", structured__log_softmax_backward_data,

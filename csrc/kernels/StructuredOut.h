@@ -15,6 +15,8 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorMeta.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 
 #include <array>
 #include <functional>
@@ -131,6 +133,88 @@ struct StructuredOut<Meta, CpuOutf, Name, Result (*)(Args...)> {
   }
 };
 
+
+// The meta class with functional semantics: outputs are allocated on the
+// device as the meta function describes them (what ATen's generated
+// functional wrappers do for CUDA).
+template <typename Meta, size_t NumOutputs>
+class FunctionalGeometry final : public Meta {
+ public:
+  void set_output_strided(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
+    setOutput(index, sizes, strides, options);
+  }
+
+  void set_output_raw_strided(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides,
+                              at::TensorOptions options) override {
+    setOutput(index, sizes, strides, options);
+  }
+
+  const at::Tensor& maybe_get_output(int64_t index) override { return outputs[index]; }
+
+  std::array<at::Tensor, NumOutputs> outputs;
+
+ private:
+  void setOutput(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) {
+    outputs[index] = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+    if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) {
+      Meta::set_output_raw_strided(index, sizes, strides, options);
+    }
+  }
+};
+
+namespace detail {
+
+template <typename Tuple, size_t... I>
+std::tuple<std::tuple_element_t<I, Tuple>...> leadingTypes(std::index_sequence<I...>);
+
+template <size_t N>
+using FunctionalResult = std::conditional_t<N == 1, at::Tensor, decltype(std::tuple_cat(std::array<at::Tensor, N>{}))>;
+
+template <typename Meta, auto CpuOutf, const char* Name, size_t NumOutputs, typename Inputs>
+struct FunctionalKernel;
+
+template <typename Meta, auto CpuOutf, const char* Name, size_t NumOutputs, typename... Inputs>
+struct FunctionalKernel<Meta, CpuOutf, Name, NumOutputs, std::tuple<Inputs...>> {
+  static FunctionalResult<NumOutputs> call(Inputs... inputs) {
+    NativeCall native(Name, inputs...);
+    FunctionalGeometry<Meta, NumOutputs> geometry;
+    geometry.meta(metaArgument(inputs)...);
+    return launchAndReturn(native, geometry.outputs, std::make_index_sequence<NumOutputs>{}, inputs...);
+  }
+
+ private:
+  template <size_t... Out>
+  static FunctionalResult<NumOutputs> launchAndReturn(const NativeCall& native,
+                                                      std::array<at::Tensor, NumOutputs>& outputs,
+                                                      std::index_sequence<Out...>, Inputs... inputs) {
+    native.launch([](auto&&... used) { CpuOutf(used...); }, inputs..., outputs[Out]...);
+    if constexpr (NumOutputs == 1) {
+      return outputs[0];
+    } else {
+      return FunctionalResult<NumOutputs>(outputs[Out]...);
+    }
+  }
+};
+
+}  // namespace detail
+
+// StructuredFunctional<Meta, &at::cpu::op_outf, Name>::call has the signature
+// of the functional overload (the out= signature without its outputs). It
+// runs the meta function once, where PyTorch's composite functional kernel
+// would run it twice (once itself, once more in the out= kernel it calls), so
+// the hottest operators register both overloads.
+template <typename Meta, auto CpuOutf, const char* Name, typename Signature = decltype(CpuOutf)>
+struct StructuredFunctional;
+
+template <typename Meta, auto CpuOutf, const char* Name, typename Result, typename... Args>
+struct StructuredFunctional<Meta, CpuOutf, Name, Result (*)(Args...)> {
+  static constexpr size_t kOutputs = detail::countOutputs<Args...>();
+  static constexpr size_t kInputs = sizeof...(Args) - kOutputs;
+  using Inputs = decltype(detail::leadingTypes<std::tuple<Args...>>(std::make_index_sequence<kInputs>{}));
+  using Kernel = detail::FunctionalKernel<Meta, CpuOutf, Name, kOutputs, Inputs>;
+};
+
 }  // namespace torch_mydev::native
 
 // Registers the out= overload `schema` of a structured operator, given its
@@ -141,4 +225,14 @@ struct StructuredOut<Meta, CpuOutf, Name, Result (*)(Args...)> {
     static constexpr char kKernelName[] = "aten::" schema;                                                     \
     (library).impl(schema, TORCH_FN((::torch_mydev::native::StructuredOut<at::meta::meta_class, cpu_outf,       \
                                                                             kKernelName>::call)));             \
+  } while (0)
+
+// Registers also the functional overload `functional_schema` (StructuredFunctional).
+#define MYDEV_STRUCTURED(library, functional_schema, out_schema, meta_class, cpu_outf)                          \
+  do {                                                                                                          \
+    MYDEV_STRUCTURED_OUT(library, out_schema, meta_class, cpu_outf);                                            \
+    static constexpr char kFunctionalName[] = "aten::" functional_schema;                                      \
+    (library).impl(functional_schema,                                                                           \
+                   TORCH_FN((::torch_mydev::native::StructuredFunctional<at::meta::meta_class, cpu_outf,        \
+                                                                         kFunctionalName>::Kernel::call)));     \
   } while (0)

@@ -4,6 +4,7 @@ import collections
 import csv
 import fnmatch
 import json
+import os
 import sys
 
 import torch  # noqa: F401  (autoloads torch_mydev)
@@ -66,7 +67,11 @@ def print_table(entries, all_entries, fmt, out):
 def main(argv=None):
     args = parse_args(argv)
     all_entries = coverage(args.namespace)
-    print_table(selected(all_entries, args), all_entries, args.format, sys.stdout)
+    try:
+        print_table(selected(all_entries, args), all_entries, args.format, sys.stdout)
+    except BrokenPipeError:
+        # The reader (`| head`) stopped early; that is not an error of ours.
+        sys.stdout = open(os.devnull, "w")
 
 
 if __name__ == "__main__":
