@@ -1,0 +1,207 @@
+"""The vendor conformance kit (python -m torch_mydev.conformance), run the way a vendor runs it:
+as a subprocess writing its report into a directory, plus in-process checks of its building blocks."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+from torch_mydev.conformance.compare import compare, Tolerance
+from torch_mydev.conformance.sample_transfer import Call, DeviceTransfer
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORDER = os.path.join(REPOSITORY, "torch_mydev", "conformance", "goldens.py")
+STATUSES = ("pass", "mismatch", "error", "not_implemented", "skipped", "crash", "timeout")
+
+
+def run_kit(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "torch_mydev.conformance", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def read_results(directory):
+    with open(os.path.join(directory, "results.json")) as file:
+        return json.load(file)
+
+
+class TestConformanceRun(TestCase):
+    """One small run shared by the tests that read its report."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.directory = tempfile.mkdtemp(prefix="conformance-")
+        cls.process = run_kit(
+            "--ops", "add,abs,nonzero,sum",
+            "--dtypes", "float32,int64",
+            "--modules", "nn.Linear",
+            "--max-samples", "2",
+            "--output", cls.directory,
+        )  # fmt: skip
+        cls.report = read_results(cls.directory) if cls.process.returncode == 0 else None
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.directory)
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(self.process.returncode, 0, self.process.stderr)
+
+    def test_every_selected_pair_passes(self):
+        pairs = {(r["kind"], r["name"], r["dtype"]): r for r in self.report["results"]}
+        expected = {("op", name, dtype) for name in ("add", "abs", "nonzero", "sum") for dtype in ("float32", "int64")}
+        # ModuleInfos declare float32 and float64, so only float32 of the requested dtypes applies.
+        expected.add(("module", "nn.Linear", "float32"))
+        self.assertEqual(set(pairs), expected)
+        for key, result in pairs.items():
+            self.assertEqual(result["status"], "pass", f"{key}: {result['reason']}")
+            self.assertEqual(result["samples"]["run"], 2, key)
+        self.assertTrue(pairs[("op", "add", "float32")]["backward"])
+        self.assertFalse(pairs[("op", "add", "int64")]["backward"])
+        self.assertEqual(pairs[("op", "abs", "float32")]["family"], "unary")
+        self.assertEqual(pairs[("op", "sum", "int64")]["family"], "reduction")
+
+    def test_summary_adds_up(self):
+        summary, results = self.report["summary"], self.report["results"]
+        self.assertEqual(summary["pairs"], len(results))
+        self.assertEqual(sum(summary[status] for status in STATUSES), summary["pairs"])
+        self.assertEqual(summary["samples_run"], sum(r["samples"]["run"] for r in results))
+        self.assertEqual(summary["pass_rate"], 100.0)
+        self.assertEqual(summary["pass_rate_non_skipped"], 100.0)
+        for grouping in ("by_dtype", "by_family", "by_kind"):
+            self.assertEqual(sum(group["pairs"] for group in summary[grouping].values()), summary["pairs"], grouping)
+        self.assertEqual(summary["by_dtype"]["int64"]["pairs"], 4)
+        environment = self.report["environment"]
+        self.assertEqual(environment["device_name"], torch.mydev.get_device_name())
+        self.assertEqual(environment["torch_version"], torch.__version__)
+        self.assertTrue(self.report["complete"])
+
+    def test_html_report_is_self_contained(self):
+        with open(os.path.join(self.directory, "report.html"), encoding="utf-8") as file:
+            html = file.read()
+        self.assertIn("<svg", html)
+        self.assertIn("By op family", html)
+        self.assertIn("By dtype", html)
+        self.assertIn("All pairs passed.", html)
+        self.assertIn("mydev simulated device", html)
+        for external in ("http://", "https://", "src=", "<link"):
+            self.assertNotIn(external, html.replace('xmlns="http://www.w3.org/2000/svg"', ""))
+
+
+class TestConformanceIsolation(TestCase):
+    def test_crash_and_hang_cost_one_pair_each(self):
+        with tempfile.TemporaryDirectory(prefix="conformance-") as directory:
+            process = run_kit(
+                "--ops", "abs,add,neg",
+                "--max-samples", "1",
+                "--inject-crash", "abs",
+                "--inject-hang", "add",
+                "--timeout", "3",
+                "--fail-under", "50",
+                "--output", directory,
+            )  # fmt: skip
+            self.assertEqual(process.returncode, 1, process.stderr)
+            report = read_results(directory)
+        statuses = {r["name"]: r for r in report["results"]}
+        self.assertEqual(statuses["abs"]["status"], "crash")
+        self.assertIn("SIGSEGV", statuses["abs"]["reason"])
+        self.assertEqual(statuses["add"]["status"], "timeout")
+        self.assertEqual(statuses["neg"]["status"], "pass", statuses["neg"]["reason"])
+        self.assertEqual([r["name"] for r in report["results"]][-1], "neg")
+        self.assertEqual(report["summary"]["crash"], 1)
+        self.assertEqual(report["summary"]["timeout"], 1)
+
+
+class TestConformanceGoldens(TestCase):
+    def test_recorded_outputs_round_trip_and_tampering_shows(self):
+        with tempfile.TemporaryDirectory(prefix="conformance-") as directory:
+            goldens_path = os.path.join(directory, "goldens.pt")
+            # Run the recorder by its script path, as on a CUDA machine without
+            # torch_mydev, and check it did not load torch_mydev.
+            record = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__'); "
+                    "assert 'torch_mydev' not in sys.modules",
+                    RECORDER, "record", "--out", goldens_path,
+                    "--ops", "add,abs", "--max-samples", "2", "--device", "cpu",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )  # fmt: skip
+            self.assertEqual(record.returncode, 0, record.stderr)
+            goldens = torch.load(goldens_path, weights_only=False)
+            self.assertEqual(goldens["metadata"]["device"], "cpu")
+            # abs has a single sample input; add has more than two.
+            self.assertEqual([(e["op"], len(e["samples"])) for e in goldens["entries"]], [("abs", 1), ("add", 2)])
+
+            add_entry = next(e for e in goldens["entries"] if e["op"] == "add")
+            add_entry["samples"][1]["output"] = add_entry["samples"][1]["output"] + 0.5
+            torch.save(goldens, goldens_path)
+            output = os.path.join(directory, "report")
+            process = run_kit("--goldens", goldens_path, "--goldens-only", "--output", output)
+            self.assertEqual(process.returncode, 0, process.stderr)
+            report = read_results(output)
+            with open(os.path.join(output, "report.html"), encoding="utf-8") as file:
+                self.assertIn("CUDA goldens", file.read())
+
+        self.assertEqual(report["results"], [])
+        results = {r["name"]: r for r in report["goldens"]["results"]}
+        self.assertEqual(results["abs"]["status"], "pass", results["abs"]["reason"])
+        self.assertEqual(results["abs"]["samples"]["run"], 1)
+        self.assertEqual(results["add"]["status"], "mismatch")
+        self.assertEqual(results["add"]["samples"], {"run": 2, "pass": 1, "mismatch": 1})
+        mismatch = results["add"]["failure"]["mismatch"]
+        self.assertEqual(mismatch["where"], "output")
+        self.assertAlmostEqual(mismatch["max_abs_error"], 0.5, places=5)
+        self.assertTrue(results["add"]["failure"]["sample"].startswith("#1"))
+        self.assertEqual(report["goldens"]["summary"]["mismatch"], 1)
+
+
+class TestConformanceBuildingBlocks(TestCase):
+    def test_transfer_keeps_layout_bits_and_aliasing(self):
+        base = torch.randn(4, 6)
+        transposed = base[:, 1:4].t()
+        expanded = torch.randn(3, 1).expand(3, 5)
+        conjugated = torch.randn(2, 2, dtype=torch.complex64).conj()
+        negated = torch._neg_view(torch.randn(3))
+        leaf = torch.randn(2, requires_grad=True)
+        moved = DeviceTransfer("mydev").call(
+            Call(transposed, (expanded, [conjugated, negated], base), {"weight": leaf, "device": "cpu"})
+        )
+        moved_expanded, (moved_conjugated, moved_negated), moved_base = moved.args
+        for original, copy in ((transposed, moved.input), (expanded, moved_expanded), (conjugated, moved_conjugated)):
+            self.assertEqual(copy.device.type, "mydev")
+            self.assertEqual(copy.stride(), original.stride())
+            self.assertEqual(copy.storage_offset(), original.storage_offset())
+            self.assertEqual(copy.cpu(), original)
+        self.assertTrue(moved_conjugated.is_conj())
+        self.assertTrue(moved_negated.is_neg())
+        self.assertEqual(moved_negated.cpu(), negated)
+        self.assertEqual(moved.input.untyped_storage().data_ptr(), moved_base.untyped_storage().data_ptr())
+        self.assertTrue(moved.kwargs["weight"].requires_grad and moved.kwargs["weight"].is_leaf)
+        self.assertEqual(moved.kwargs["device"], "mydev")
+
+    def test_compare_checks_device_dtype_and_values(self):
+        expected = torch.tensor([1.0, float("nan"), 3.0])
+        self.assertIsNone(compare(expected.to("mydev"), expected, Tolerance(), "mydev", "output"))
+        self.assertIn("expected a mydev tensor", compare(expected, expected, Tolerance(), "mydev", "output").message)
+        widened = compare(expected.double().to("mydev"), expected, Tolerance(), "mydev", "output")
+        self.assertIn("dtype differs", widened.message)
+        off = torch.tensor([1.0, float("nan"), 3.5], device="mydev")
+        mismatch = compare((off,), (expected,), Tolerance(), "mydev", "output")
+        self.assertEqual((mismatch.where, mismatch.max_abs_error), ("output[0]", 0.5))
+        self.assertIsNone(compare((off,), (expected,), Tolerance(atol=0.6), "mydev", "output"))
+
+
+if __name__ == "__main__":
+    run_tests()

@@ -1,0 +1,189 @@
+"""python -m torch_mydev.conformance: run PyTorch's OpInfo and ModuleInfo databases on mydev against the CPU.
+
+Writes results.json and report.html into --output. docs/conformance.md
+explains the options, the statuses and how tolerances and skips are chosen.
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+from .environment import describe_environment
+from .goldens import load_goldens
+from .isolation import IsolatedRunner
+from .plan import SelectionError, plan_goldens, plan_modules, plan_ops
+from .outcome import STATUSES
+from .progress import Progress
+from .report_html import write_html
+from .report_json import build_report, write_json
+from .selection import matches, parse_dtypes, parse_patterns
+
+EXIT_BELOW_THRESHOLD = 1
+EXIT_INTERRUPTED = 130
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_mydev.conformance",
+        description="Run PyTorch's OpInfo (and optionally ModuleInfo) databases on mydev and compare every "
+        "output and gradient with the CPU; write results.json and report.html.",
+        epilog="See docs/conformance.md.",
+    )
+    parser.add_argument(
+        "--ops", default="all", help="comma-separated OpInfo names, name.variant or globs (default: all)"
+    )
+    parser.add_argument(
+        "--dtypes",
+        default="float32",
+        help="comma-separated dtypes (float32,int64), or all: every dtype each op declares (default: float32)",
+    )
+    parser.add_argument(
+        "--modules", default=None, help="comma-separated ModuleInfo names (nn.Linear) or globs, or all (default: none)"
+    )
+    parser.add_argument("--max-samples", type=int, default=None, help="samples per pair (default: all)")
+    parser.add_argument("--no-backward", dest="backward", action="store_false", help="compare forward results only")
+    parser.add_argument("--output", default="conformance-report", help="report directory (default: conformance-report)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per pair before it counts as a timeout")
+    parser.add_argument("--goldens", default=None, help="goldens file from goldens.py record: compare with its outputs")
+    parser.add_argument("--goldens-only", action="store_true", help="with --goldens: skip the op and module sweep")
+    parser.add_argument(
+        "--fail-under",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help="exit with status 1 if the pass rate of non-skipped pairs is below PCT",
+    )
+    parser.add_argument("--inject-crash", metavar="NAME", help="testing the kit: the worker segfaults on NAME")
+    parser.add_argument("--inject-hang", metavar="NAME", help="testing the kit: the worker hangs on NAME")
+    args = parser.parse_args(argv)
+    if args.max_samples is not None and args.max_samples < 1:
+        parser.error("--max-samples must be at least 1")
+    if args.goldens_only and args.goldens is None:
+        parser.error("--goldens-only needs --goldens FILE")
+    try:
+        args.dtype_list = parse_dtypes(args.dtypes)
+    except ValueError as error:
+        parser.error(f"--dtypes: {error}")
+    return parser, args
+
+
+def plan(args):
+    op_patterns = parse_patterns(args.ops)
+    items = []
+    if not args.goldens_only:
+        items += plan_ops(op_patterns, args.dtype_list)
+        if args.modules is not None:
+            items += plan_modules(parse_patterns(args.modules), args.dtype_list)
+    goldens = None
+    if args.goldens is not None:
+        goldens = load_goldens(args.goldens)
+        items += plan_goldens(goldens, op_patterns)
+    return items, goldens
+
+
+def request_for(item, args):
+    fault = None
+    if args.inject_crash and matches((item["name"],), [args.inject_crash]):
+        fault = "crash"
+    elif args.inject_hang and matches((item["name"],), [args.inject_hang]):
+        fault = "hang"
+    return {
+        "kind": item["kind"],
+        "name": item["name"],
+        "dtype": item["dtype"],
+        "max_samples": args.max_samples,
+        "backward": args.backward,
+        "goldens": os.path.abspath(args.goldens) if args.goldens else None,
+        "fault": fault,
+    }
+
+
+def run(items, args):
+    runner = IsolatedRunner(os.path.join(args.output, "worker-logs"), args.timeout)
+    progress = Progress(len(items))
+    records = []
+    try:
+        for item in items:
+            progress.begin(f"{item['kind']} {item['name']} {item['dtype']}")
+            records.append({**item, **runner.run(request_for(item, args))})
+            progress.finish(records[-1]["status"])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        progress.close()
+        runner.close()
+    return records
+
+
+def options_of(args):
+    return {
+        "ops": args.ops,
+        "dtypes": args.dtypes,
+        "modules": args.modules,
+        "max_samples": args.max_samples,
+        "backward": args.backward,
+        "timeout": args.timeout,
+        "goldens": args.goldens,
+        "goldens_only": args.goldens_only,
+        "fail_under": args.fail_under,
+        "inject_crash": args.inject_crash,
+        "inject_hang": args.inject_hang,
+    }
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    try:
+        items, goldens = plan(args)
+    except (SelectionError, ValueError, OSError) as error:
+        parser.error(str(error))
+    device = torch.device(torch._C._get_privateuse1_backend_name())
+    os.makedirs(args.output, exist_ok=True)
+    environment = describe_environment(device)
+    started = time.monotonic()
+    records = run(items, args)
+    complete = len(records) == len(items)
+
+    pair_records = [record for record in records if record["kind"] != "golden"]
+    golden_section = None
+    if goldens is not None:
+        golden_records = [record for record in records if record["kind"] == "golden"]
+        golden_section = {"file": args.goldens, "metadata": goldens["metadata"], "results": golden_records}
+    report = build_report(
+        environment=environment,
+        options=options_of(args),
+        results=pair_records,
+        goldens=golden_section,
+        complete=complete,
+        seconds=time.monotonic() - started,
+    )
+    write_json(report, os.path.join(args.output, "results.json"))
+    write_html(report, os.path.join(args.output, "report.html"))
+    print_summary(report, args.output)
+
+    if not complete:
+        return EXIT_INTERRUPTED
+    rate = report["summary"]["pass_rate_non_skipped"]
+    if args.fail_under is not None and (rate is None or rate < args.fail_under):
+        print(f"pass rate of non-skipped pairs {rate}% is below --fail-under {args.fail_under}%", file=sys.stderr)
+        return EXIT_BELOW_THRESHOLD
+    return 0
+
+
+def print_summary(report, output):
+    sections = [("pairs", report["summary"])]
+    if "goldens" in report:
+        sections.append(("goldens", report["goldens"]["summary"]))
+    for title, summary in sections:
+        counts = ", ".join(f"{summary[status]} {status}" for status in STATUSES)
+        print(
+            f"{title}: {summary['pairs']} ({counts}); pass rate {summary['pass_rate']}% of all, "
+            f"{summary['pass_rate_non_skipped']}% of not skipped"
+        )
+    print(f"report: {os.path.join(output, 'report.html')} and {os.path.join(output, 'results.json')}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

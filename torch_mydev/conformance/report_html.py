@@ -1,0 +1,208 @@
+"""report.html: a self-contained report a vendor can attach to a release.
+
+One file with inline CSS, inline SVG charts and a few lines of inline
+JavaScript to filter the table; it loads nothing from anywhere.
+"""
+from html import escape
+
+from .outcome import STATUSES
+
+COLORS = {
+    "pass": "#2e7d32",
+    "mismatch": "#f9a825",
+    "error": "#c62828",
+    "not_implemented": "#7b1fa2",
+    "skipped": "#9e9e9e",
+    "crash": "#3e2723",
+    "timeout": "#1565c0",
+}
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+.meta { color: #555; } code { background: #f3f3f3; padding: 0 0.3em; }
+.cards { display: flex; flex-wrap: wrap; gap: 0.6em; margin: 1em 0; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 0.5em 0.9em; min-width: 7em; }
+.card .n { font-size: 1.5em; font-weight: 600; } .card .l { color: #555; font-size: 0.85em; }
+.swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; margin-right: 0.3em; }
+.legend span { margin-right: 1em; white-space: nowrap; }
+table { border-collapse: collapse; width: 100%; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #eee; padding: 0.3em 0.5em; text-align: left; vertical-align: top; }
+th { background: #fafafa; position: sticky; top: 0; }
+td.reason { font-family: ui-monospace, monospace; font-size: 0.85em; word-break: break-word; }
+.status { color: #fff; border-radius: 3px; padding: 0 0.4em; white-space: nowrap; }
+.filters { margin: 0.6em 0; } .filters input { width: 22em; }
+svg { max-width: 100%; height: auto; } svg text { font: 12px system-ui, sans-serif; fill: #222; }
+"""
+
+SCRIPT = """
+function filterRows(section) {
+  const status = document.getElementById(section + '-status').value;
+  const text = document.getElementById(section + '-text').value.toLowerCase();
+  let shown = 0;
+  for (const row of document.querySelectorAll('#' + section + '-table tbody tr')) {
+    const visible = (!status || row.dataset.status === status) && row.textContent.toLowerCase().includes(text);
+    row.style.display = visible ? '' : 'none';
+    shown += visible;
+  }
+  document.getElementById(section + '-count').textContent = shown;
+}
+"""
+
+
+def render_html(report):
+    environment, summary = report["environment"], report["summary"]
+    device = environment["device_name"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>PyTorch conformance report: {escape(device)}</title>",
+        f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>",
+        f"<h1>PyTorch conformance report: {escape(device)}</h1>",
+        f'<p class="meta">torch {escape(environment["torch_version"])}'
+        f' &middot; torch_mydev {escape(str(environment["torch_mydev_version"]))}'
+        f' &middot; {escape(environment["date"])} &middot; {report["seconds"]:.0f} s'
+        f'{"" if report["complete"] else " &middot; <strong>interrupted: partial results</strong>"}'
+        f'<br><code>{escape(environment["command_line"])}</code></p>',
+        "<p>Every (op or module, dtype) pair ran on the device and on the CPU with the same inputs and seeds; "
+        "outputs and gradients were compared with the CPU reference using PyTorch's OpInfo/ModuleInfo databases "
+        "and the tolerances and skips upstream attaches to its own CPU-comparison tests.</p>",
+        "<h2>Summary</h2>",
+        _cards(summary),
+        _legend(),
+        "<h3>By op family</h3>",
+        _chart(summary["by_family"]),
+        "<h3>By dtype</h3>",
+        _chart(summary["by_dtype"]),
+        "<h2>Pairs that did not pass</h2>",
+        _failure_table("pairs", report["results"]),
+    ]
+    if "goldens" in report:
+        goldens = report["goldens"]
+        metadata = goldens["metadata"]
+        parts += [
+            "<h2>CUDA goldens</h2>",
+            f'<p class="meta">Stored outputs from <code>{escape(goldens["file"])}</code>, recorded on '
+            f'{escape(str(metadata["device_name"]))} ({escape(str(metadata["device"]))}) with torch '
+            f'{escape(str(metadata["torch_version"]))} on {escape(str(metadata["date"]))}; the same inputs were run on '
+            f"the device and compared with atol = rtol = 1e-3 or upstream's larger overrides.</p>",
+            _cards(goldens["summary"]),
+            _chart(goldens["summary"]["by_family"]),
+            "<h3>Goldens that did not pass</h3>",
+            _failure_table("goldens", goldens["results"]),
+        ]
+    parts += [
+        "<h2>Environment</h2>",
+        _key_values(environment),
+        "<h2>Options</h2>",
+        _key_values(report["options"]),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_html(report, path):
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(render_html(report))
+
+
+def _cards(summary):
+    cards = [("pairs", summary["pairs"], None)]
+    cards += [(status.replace("_", " "), summary[status], COLORS[status]) for status in STATUSES]
+    cards += [
+        ("pass rate, all pairs", _percent(summary["pass_rate"]), None),
+        ("pass rate, not skipped", _percent(summary["pass_rate_non_skipped"]), None),
+        ("samples run", summary["samples_run"], None),
+    ]
+    html = ['<div class="cards">']
+    for label, value, color in cards:
+        swatch = f'<span class="swatch" style="background:{color}"></span>' if color else ""
+        html.append(
+            f'<div class="card"><div class="n">{escape(str(value))}</div>'
+            f'<div class="l">{swatch}{escape(label)}</div></div>'
+        )
+    html.append("</div>")
+    return "".join(html)
+
+
+def _legend():
+    items = "".join(
+        f'<span><span class="swatch" style="background:{COLORS[s]}"></span>{escape(s.replace("_", " "))}</span>'
+        for s in STATUSES
+    )
+    return f'<p class="legend">{items}</p>'
+
+
+def _chart(groups, label_width=170, bar_width=600, row_height=20):
+    """One horizontal bar per group, split by status in proportion to its pairs."""
+    names = sorted(groups, key=lambda name: (-groups[name]["pairs"], name))
+    height = row_height * len(names) + 4
+    width = label_width + bar_width + 280
+    rows = []
+    for row, name in enumerate(names):
+        group = groups[name]
+        y = row * row_height + 2
+        rows.append(f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end">{escape(name)}</text>')
+        x = float(label_width)
+        for status, share in _segments(group, bar_width):
+            rows.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{share:.1f}" height="{row_height - 4}" fill="{COLORS[status]}">'
+                f"<title>{escape(name)}: {group[status]} {escape(status)}</title></rect>"
+            )
+            x += share
+        rate = _percent(group["pass_rate_non_skipped"])
+        rows.append(
+            f'<text x="{label_width + bar_width + 8}" y="{y + 14}">{group["pass"]}/{group["pairs"]} pass, '
+            f"{rate} of not skipped</text>"
+        )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'viewBox="0 0 {width} {height}">{"".join(rows)}</svg>'
+    )
+
+
+def _segments(group, bar_width, minimum=3.0):
+    """(status, width) per non-empty status; a rare failure still gets a visible sliver, taken from the widest."""
+    present = [status for status in STATUSES if group[status]]
+    widths = {status: max(minimum, bar_width * group[status] / group["pairs"]) for status in present}
+    widest = max(present, key=lambda status: group[status])
+    widths[widest] -= sum(widths.values()) - bar_width
+    return [(status, widths[status]) for status in present]
+
+
+def _failure_table(section, results):
+    failing = [result for result in results if result["status"] != "pass"]
+    if not failing:
+        return "<p>All pairs passed.</p>"
+    present = [status for status in STATUSES if any(result["status"] == status for result in failing)]
+    options = "".join(f'<option value="{s}">{escape(s.replace("_", " "))}</option>' for s in present)
+    rows = []
+    for result in failing:
+        status = result["status"]
+        rows.append(
+            f'<tr data-status="{status}"><td>{escape(result["kind"])}</td><td>{escape(result["name"])}</td>'
+            f'<td>{escape(result["dtype"])}</td><td>{escape(result["family"])}</td>'
+            f'<td><span class="status" style="background:{COLORS[status]}">'
+            f'{escape(status.replace("_", " "))}</span></td>'
+            f'<td class="reason">{escape(result.get("reason") or "")}</td></tr>'
+        )
+    return (
+        f'<div class="filters">Status <select id="{section}-status" onchange="filterRows(\'{section}\')">'
+        f'<option value="">all</option>{options}</select> '
+        f'Search <input id="{section}-text" type="search" oninput="filterRows(\'{section}\')" '
+        f'placeholder="name, dtype, message"> '
+        f'<span id="{section}-count">{len(failing)}</span> shown</div>'
+        f'<table id="{section}-table"><thead><tr><th>kind</th><th>name</th><th>dtype</th><th>family</th><th>status</th>'
+        f'<th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _key_values(mapping):
+    rows = "".join(
+        f"<tr><th>{escape(str(key))}</th><td>{escape(str(value))}</td></tr>" for key, value in mapping.items()
+    )
+    return f"<table>{rows}</table>"
+
+
+def _percent(value):
+    return "n/a" if value is None else f"{value:.1f}%"

@@ -1,0 +1,41 @@
+"""results.json: the machine-readable report of a conformance run."""
+import json
+
+from .compare import json_number
+from .summary import summarize
+
+FORMAT = "torch_mydev.conformance.results"
+VERSION = 1
+
+
+def build_report(*, environment, options, results, goldens, complete, seconds):
+    """``goldens`` is None, or ``{"file": ..., "metadata": ..., "results": [...]}``."""
+    report = {
+        "format": FORMAT,
+        "version": VERSION,
+        "complete": complete,
+        "seconds": round(seconds, 1),
+        "environment": environment,
+        "options": options,
+        "summary": summarize(results),
+        "results": results,
+    }
+    if goldens is not None:
+        report["goldens"] = {**goldens, "summary": summarize(goldens["results"])}
+    return report
+
+
+def write_json(report, path):
+    with open(path, "w") as file:
+        json.dump(_finite(report), file, indent=1, allow_nan=False)
+        file.write("\n")
+
+
+def _finite(value):
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    if isinstance(value, float):
+        return json_number(value)
+    return value

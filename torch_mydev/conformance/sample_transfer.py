@@ -1,0 +1,94 @@
+"""Moving a sample's tensors to another device without changing their layout.
+
+``tensor.to(device)`` densifies: a transposed, sliced, overlapping or expanded
+input would reach the device contiguous, and a kernel that mishandles strides
+would still pass. Instead each tensor's whole storage is copied and the same
+view (sizes, strides, storage offset, conjugate and negative bits) is rebuilt
+over the copy, so the device sees the memory layout the CPU reference sees.
+Tensors that share a storage on the CPU share one on the device too.
+
+Sample functions are asked for "cpu" and build everything there, so a "cpu"
+device argument (``to("cpu")``, ``zeros(..., device="cpu")``) means "the
+device under test" and is rewritten. A few leaves are on the CPU on purpose
+(tensor_split's index tensor, CPU scalar tensors mixed with device tensors):
+``placement`` (placement.py) names them, and they stay on the CPU, copied.
+
+This module depends on torch only: the CUDA golden recorder (goldens.py) runs
+it on machines without torch_mydev.
+"""
+from dataclasses import dataclass
+
+import torch
+from torch.utils import _pytree as pytree
+
+HOST = "cpu"
+
+
+@dataclass
+class Call:
+    """The three parts of an OpInfo sample: ``op(input, *args, **kwargs)``."""
+
+    input: object
+    args: tuple
+    kwargs: dict
+
+
+class DeviceTransfer:
+    """Moves the leaves of one call to ``device``; storages are copied once per transfer."""
+
+    def __init__(self, device):
+        self.device = torch.device(device)
+        self._storages = {}
+        self._host = self if self.device.type == HOST else DeviceTransfer(HOST)
+
+    def call(self, call, placement=None):
+        """``placement``: per leaf of ``(input, args, kwargs)``, whether it stays on the CPU (see placement.py)."""
+        leaves, spec = pytree.tree_flatten((call.input, call.args, call.kwargs), is_leaf=is_shape)
+        stays = placement if placement is not None and len(placement) == len(leaves) else [False] * len(leaves)
+        moved = [self._host.leaf(leaf) if stay else self.leaf(leaf) for leaf, stay in zip(leaves, stays)]
+        return Call(*pytree.tree_unflatten(moved, spec))
+
+    def tree(self, tree):
+        return pytree.tree_map(self.leaf, tree, is_leaf=is_shape)
+
+    def leaf(self, value):
+        if isinstance(value, torch.Tensor):
+            return self.tensor(value)
+        if is_host_device(value):
+            return self.device if isinstance(value, torch.device) else str(self.device)
+        return value
+
+    def tensor(self, tensor):
+        if type(tensor) not in (torch.Tensor, torch.nn.Parameter) or tensor.layout != torch.strided:
+            # Sparse, nested and subclass tensors have no single strided storage to copy.
+            moved = tensor.detach().to(self.device, copy=True)
+        else:
+            base = torch.empty(0, dtype=tensor.dtype, device=self.device).set_(self._storage(tensor))
+            moved = base.as_strided(tensor.size(), tensor.stride(), tensor.storage_offset())
+            if tensor.is_conj():
+                moved = moved.conj()
+            if tensor.is_neg():
+                moved = torch._neg_view(moved)
+        if tensor.requires_grad:
+            moved.requires_grad_()
+        return moved
+
+    def _storage(self, tensor):
+        storage = tensor.untyped_storage()
+        key = (storage.data_ptr(), storage.nbytes())
+        if key not in self._storages:
+            as_bytes = torch.empty(0, dtype=torch.uint8).set_(storage)
+            # copy=True: a transfer to the CPU must not alias the inputs either.
+            self._storages[key] = as_bytes.to(self.device, copy=True).untyped_storage()
+        return self._storages[key]
+
+
+def is_shape(value):
+    # pytree would rebuild a torch.Size as a plain tuple; shapes stay whole so that ops see what the sample holds.
+    return isinstance(value, torch.Size)
+
+
+def is_host_device(value):
+    if isinstance(value, str):
+        return value == HOST
+    return isinstance(value, torch.device) and value.type == HOST
