@@ -211,5 +211,22 @@ class TestFork(TestCase):
         self.assertEqual(result.stdout.split(), ["0"])
 
 
+class TestInterpreterExit(TestCase):
+    def test_exit_right_after_backward_is_clean(self):
+        # The autograd thread of the device may still be releasing the finished
+        # graph when the interpreter exits (torch_mydev/_autograd_exit.py).
+        for _ in range(6):
+            result = run_python(
+                """
+                import torch
+                x = torch.randn(4, device="mydev", requires_grad=True)
+                (x * 2).sum().backward()
+                print(x.grad.sum().item())
+                """
+            )
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(result.stdout.split(), ["8.0"])
+
+
 if __name__ == "__main__":
     run_tests()

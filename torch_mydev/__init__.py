@@ -35,6 +35,7 @@ from torch_mydev._registration import register_backend  # noqa: E402
 register_backend()
 
 from torch_mydev import ops  # noqa: E402  (registers the autograd formula of the mydev:: custom operator)
+from torch_mydev import _autograd_exit  # noqa: E402,F401  (see its docstring)
 
 
 def _autoload():
