@@ -213,6 +213,18 @@ class TestMydevOps(TestCase):
         for (name, parameter), device_parameter in zip(module.named_parameters(), device_module.parameters()):
             self.assertEqual(reference(device_parameter.grad), parameter.grad, msg=name)
 
+    def test_dropout_uses_the_device_generator(self, device):
+        x = torch.randn(1000)
+        torch.manual_seed(5)
+        expected = F.dropout(x, 0.3, training=True)
+        torch.manual_seed(5)
+        host_state, device_state = torch.get_rng_state(), torch.mydev.get_rng_state()
+        out = F.dropout(x.to(device), 0.3, training=True)
+        self.assertEqual(out.cpu(), expected)
+        self.assertEqual(torch.get_rng_state(), host_state)
+        self.assertNotEqual(torch.mydev.get_rng_state(), device_state)
+        self.assertEqual(F.dropout(x.to(device), 0.3, training=False).cpu(), x)
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+// native_dropout, which F.dropout takes on accelerators in training. Its CPU
+// kernel draws the mask from the CPU generator; run through the generic
+// fallback it would ignore torch.mydev.manual_seed and race with the host's
+// own use of that generator. This kernel follows ATen's CPU formula with
+// mydev operators, so the mask comes from bernoulli_ on the device generator
+// (same seed, same mask as on the CPU).
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/ones_like.h>
+#include <torch/library.h>
+
+namespace torch_mydev::native {
+
+namespace {
+
+using at::Tensor;
+
+std::tuple<Tensor, Tensor> nativeDropout(const Tensor& input, double p, std::optional<bool> train) {
+  if (input.numel() == 0) {
+    return {input, at::empty_like(input)};
+  }
+  if (train.has_value() && !*train) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
+  const double keep = 1. - p;
+  const double scale = keep == 0 ? 0. : 1. / keep;
+  Tensor mask = at::empty_like(input, input.options().dtype(at::kBool));
+  mask.bernoulli_(keep);
+  Tensor output = input.mul(mask).mul_(scale);
+  return {output, mask};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("native_dropout", TORCH_FN(nativeDropout)); }
+
+}  // namespace torch_mydev::native
