@@ -225,6 +225,14 @@ class TestMydevOps(TestCase):
         self.assertNotEqual(torch.mydev.get_rng_state(), device_state)
         self.assertEqual(F.dropout(x.to(device), 0.3, training=False).cpu(), x)
 
+    def test_empty_tensors_in_one_kernel_are_distinct_storages(self, device):
+        # Zero-byte storages have no device address; a kernel must not see them as one storage.
+        a = torch.randn(5, 0)
+        q, r = torch.linalg.qr(a.to(device))
+        expected_q, expected_r = torch.linalg.qr(a)
+        self.assertEqual(q.cpu(), expected_q)
+        self.assertEqual(r.cpu(), expected_r)
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":

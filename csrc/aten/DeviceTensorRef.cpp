@@ -23,7 +23,9 @@ DeviceTensorRef describe(const at::Tensor& tensor) {
 
 at::Tensor KernelMemory::map(const DeviceTensorRef& ref, bool resizable) {
   c10::Storage storage;
-  if (!resizable) {
+  // Storages without bytes have no device address; two of them are distinct
+  // storages, not one shared one.
+  if (!resizable && ref.storage_base != nullptr) {
     for (const Mapping& mapping : mappings_) {
       if (mapping.shared && mapping.device_base == ref.storage_base) {
         storage = mapping.storage;

@@ -89,12 +89,19 @@ bool isGeneratorArgument(const c10::Argument& argument) {
   return argument.type()->isSubtypeOf(*c10::OptionalType::create(c10::GeneratorType::get()));
 }
 
-// Operators whose Meta kernel predicts output shapes that ATen's CPU kernel
-// does not produce (the async path would fail them loudly at run time).
+// Operators whose Meta kernel predicts outputs that ATen's CPU kernel does not
+// produce (the async path would fail them loudly at run time): embedding bag
+// shapes; batch norm's saved statistics, which Meta sizes even in evaluation
+// and types float32 for reduced-precision inputs as CUDA does, where the CPU
+// returns empty statistics in the input's dtype.
 bool metaDisagreesWithCpu(const c10::OperatorName& name) {
   static const std::unordered_set<std::string> names = {
       "aten::_embedding_bag",
       "aten::_embedding_bag_forward_only",
+      "aten::_native_batch_norm_legit",
+      "aten::_native_batch_norm_legit_no_training",
+      "aten::_batch_norm_with_update",
+      "aten::_batch_norm_no_update",
   };
   return names.count(name.name) > 0;
 }
