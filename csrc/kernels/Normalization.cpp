@@ -1,10 +1,12 @@
-// Native kernels of layer and batch normalization. These operators are not
+// Native kernels of layer, batch and group normalization. These operators are not
 // structured, so their output geometry is written out here, following ATen's
 // CPU functions; the computation is ATen's CPU kernel writing straight into
 // the device outputs: the LayerNormKernel DispatchStub's CPU entry (setup.py
 // explains the build flags that calling a DispatchStub needs) and the CPU
-// batch_norm out= kernel. Batch norm's backward has no CPU out= kernel: its
-// CPU results are copied into the device outputs on the worker.
+// batch_norm out= kernel. Batch norm's backward and group norm have no CPU
+// out= kernels: their CPU results are copied into the device outputs on the
+// worker. (Without these kernels group norm would run PyTorch's composite
+// decomposition, whose rounding differs from the CPU kernel in half precision.)
 #include "NativeCall.h"
 
 #include <ATen/CPUFunctions.h>
@@ -149,6 +151,61 @@ std::tuple<Tensor, Tensor, Tensor> nativeBatchNormBackward(
   return {grad_input, grad_weight, grad_bias};
 }
 
+// Copies each defined result of a CPU kernel into its device output.
+void copyResults(std::initializer_list<std::pair<Tensor, Tensor>> targets_and_results) {
+  for (const auto& [target, result] : targets_and_results) {
+    if (target.defined()) {
+      Tensor(target).copy_(result);
+    }
+  }
+}
+
+std::tuple<Tensor, Tensor, Tensor> nativeGroupNorm(const Tensor& input, const std::optional<Tensor>& weight,
+                                                   const std::optional<Tensor>& bias, int64_t N, int64_t C,
+                                                   int64_t HxW, int64_t group, double eps) {
+  NativeCall call("aten::native_group_norm", input, weight, bias);
+  TORCH_CHECK(group > 0 && C % group == 0, "native_group_norm: expected the number of channels (", C,
+              ") to be divisible by the number of groups (", group, ")");
+  TORCH_CHECK(input.numel() == N * C * HxW, "native_group_norm: expected input with N * C * HxW = ", N * C * HxW,
+              " elements, got ", input.numel());
+  const bool mixed_type = at::native::is_mixed_type(input, definedOrEmpty(weight), definedOrEmpty(bias));
+  const auto stat_options = input.options().dtype(at::native::param_scalar_type(input, mixed_type));
+  Tensor output = at::empty_like(input, input.suggest_memory_format());
+  Tensor mean = at::empty({N, group}, stat_options);
+  Tensor rstd = at::empty({N, group}, stat_options);
+  call.launch(
+      [N, C, HxW, group, eps](const Tensor& input, const std::optional<Tensor>& weight,
+                              const std::optional<Tensor>& bias, const Tensor& output, const Tensor& mean,
+                              const Tensor& rstd) {
+        const auto [y, m, r] = at::cpu::native_group_norm(input, weight, bias, N, C, HxW, group, eps);
+        copyResults({{output, y}, {mean, m}, {rstd, r}});
+      },
+      input, weight, bias, output, mean, rstd);
+  return {output, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> nativeGroupNormBackward(const Tensor& grad_out, const Tensor& input,
+                                                           const Tensor& mean, const Tensor& rstd,
+                                                           const std::optional<Tensor>& weight, int64_t N, int64_t C,
+                                                           int64_t HxW, int64_t group,
+                                                           std::array<bool, 3> output_mask) {
+  NativeCall call("aten::native_group_norm_backward", grad_out, input, mean, rstd, weight);
+  const auto parameter_options = weight.has_value() && weight->defined() ? weight->options() : input.options();
+  Tensor grad_input = output_mask[0] ? at::empty_like(input, input.suggest_memory_format()) : Tensor();
+  Tensor grad_weight = output_mask[1] ? at::empty({C}, parameter_options) : Tensor();
+  Tensor grad_bias = output_mask[2] ? at::empty({C}, parameter_options) : Tensor();
+  call.launch(
+      [N, C, HxW, group, output_mask](const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                      const Tensor& rstd, const std::optional<Tensor>& weight,
+                                      const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias) {
+        const auto [dx, dgamma, dbeta] =
+            at::cpu::native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask);
+        copyResults({{grad_input, dx}, {grad_weight, dgamma}, {grad_bias, dbeta}});
+      },
+      grad_out, input, mean, rstd, weight, grad_input, grad_weight, grad_bias);
+  return {grad_input, grad_weight, grad_bias};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -156,6 +213,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm_backward", TORCH_FN(nativeLayerNormBackward));
   m.impl("native_batch_norm", TORCH_FN(nativeBatchNorm));
   m.impl("native_batch_norm_backward", TORCH_FN(nativeBatchNormBackward));
+  m.impl("native_group_norm", TORCH_FN(nativeGroupNorm));
+  m.impl("native_group_norm_backward", TORCH_FN(nativeGroupNormBackward));
 }
 
 }  // namespace torch_mydev::native

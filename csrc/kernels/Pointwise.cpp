@@ -158,6 +158,20 @@ using BinaryOut = Tensor& (*)(const Tensor&, const Tensor&, Tensor&);
 using TensorScalarOut = Tensor& (*)(const Tensor&, const Scalar&, Tensor&);
 using BinaryAlphaOut = Tensor& (*)(const Tensor&, const Tensor&, const Scalar&, Tensor&);
 
+// mish_backward is not structured (and without this kernel PrivateUse1 would
+// take its composite decomposition, which rounds differently in half
+// precision). TensorIterator computes the output geometry on the host, as in
+// the CPU kernel; the CPU kernel's result is copied into it on the worker.
+Tensor mishBackward(const Tensor& grad_output, const Tensor& self) {
+  NativeCall call("aten::mish_backward", grad_output, self);
+  Tensor unallocated;
+  Tensor grad_input = at::TensorIterator::binary_op(unallocated, grad_output, self).output();
+  call.launch([](const Tensor& grad_output, const Tensor& self,
+                 Tensor grad_input) { grad_input.copy_(at::cpu::mish_backward(grad_output, self)); },
+              grad_output, self, grad_input);
+  return grad_input;
+}
+
 }  // namespace
 
 #define MYDEV_UNARY(op) \
@@ -333,7 +347,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
   MYDEV_BINARY(sigmoid_backward, "grad_input", structured_sigmoid_backward);
   MYDEV_BINARY(tanh_backward, "grad_input", structured_tanh_backward);
-  MYDEV_BINARY(silu_backward, "grad_input", structured_silu_backward);
+  // The functional silu_backward must be registered too: PyTorch's composite
+  // for it decomposes into sigmoid arithmetic, which rounds differently from
+  // the CPU kernel in half precision.
+  MYDEV_STRUCTURED(m, "silu_backward", "silu_backward.grad_input", structured_silu_backward,
+                   static_cast<BinaryOut>(&at::cpu::silu_backward_outf));
+  m.impl("mish_backward", TORCH_FN(mishBackward));
   MYDEV_BINARY(hardsigmoid_backward, "grad_input", structured_hardsigmoid_backward);
   MYDEV_STRUCTURED_OUT(m, "threshold_backward.grad_input", structured_threshold_backward,
                        &at::cpu::threshold_backward_outf);

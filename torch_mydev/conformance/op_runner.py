@@ -12,10 +12,14 @@ from .outcome import MISMATCH, PASS, SKIPPED, PairTally, SampleOutcome, skipped_
 from .placement import sample_placements
 from .sample_labels import call_label
 from .sample_transfer import Call, DeviceTransfer
+from .skips import skip_reason
 from .upstream_decorators import upstream_verdict
 
 
 def run_op(op, dtype, *, device, max_samples, backward):
+    reason = skip_reason(op.full_name, str(dtype).removeprefix("torch."))
+    if reason is not None:
+        return skipped_pair(f"mydev skip list: {reason}")
     verdict = upstream_verdict(op, "TestCommon", "test_compare_cpu", device.type, dtype)
     if not verdict.runs:
         return {**skipped_pair(f"upstream skips it: {verdict.skip_reason}"), "upstream": verdict.to_json()}
