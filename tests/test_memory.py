@@ -222,6 +222,20 @@ class TestDeviceMemoryIsNotHostMemory(TestCase):
         self.assertNotIn("read", result.stdout)
         self.assertIn("mydev: illegal memory access", result.stderr)
 
+    def test_a_segfault_sent_by_kill_still_ends_the_process(self):
+        result = run_python(
+            """
+            import os, signal
+            import torch
+            torch.ones(1, device="mydev")
+            os.kill(os.getpid(), signal.SIGSEGV)
+            print("survived", flush=True)
+            """
+        )
+        self.assertEqual(result.returncode, -signal.SIGSEGV, result.stdout + result.stderr)
+        self.assertNotIn("survived", result.stdout)
+        self.assertNotIn("illegal memory access", result.stderr)
+
     def test_device_pointers_resolve_to_their_device(self):
         x = torch.ones(4, device="mydev:1")
         self.assertEqual(x.untyped_storage().device, torch.device("mydev:1"))

@@ -97,13 +97,20 @@ bool call_previous(const struct sigaction& previous, int signal_number, siginfo_
 
 void handle_fault(int signal_number, siginfo_t* info, void* context) {
   const struct sigaction& previous = signal_number == SIGBUS ? g_previous_bus : g_previous_segv;
-  size_t offset;
-  const int device = mydev::find_device_of(info->si_addr, &offset);
+  // A signal sent with kill(2)/raise(3) (si_code <= 0) carries no fault
+  // address, and returning from the handler re-executes nothing.
+  const bool sent_by_process = info->si_code <= 0;
+  size_t offset = 0;
+  const int device = sent_by_process ? -1 : mydev::find_device_of(info->si_addr, &offset);
   if (device >= 0) report_device_access(info->si_addr, device, offset);
   const bool chained = call_previous(previous, signal_number, info, context);
   // A previous handler that returned may have repaired its own fault, but none
   // can make a device view accessible: retrying that access would fault forever.
-  if (!chained || device >= 0) restore_default(signal_number);
+  if (!chained || device >= 0) {
+    restore_default(signal_number);
+    // Delivered with the default action as soon as this handler returns.
+    if (sent_by_process) raise(signal_number);
+  }
 }
 
 }  // namespace
