@@ -233,6 +233,18 @@ class TestMydevOps(TestCase):
         self.assertEqual(q.cpu(), expected_q)
         self.assertEqual(r.cpu(), expected_r)
 
+    def test_asynchronous_kernel_errors_keep_their_exception_class(self, device):
+        # The CPU raises NotImplementedError for a dtype its kernel lacks; on
+        # mydev the same kernel fails on the stream and surfaces at the sync.
+        x = torch.ones(3, dtype=torch.complex32)
+        with self.assertRaisesRegex(NotImplementedError, "not implemented for 'ComplexHalf'"):
+            x.sum()
+        device_x = x.to(device)
+        with self.assertRaisesRegex(NotImplementedError, "kernel 'aten::sum.dim_IntList' failed on mydev:0"):
+            device_x.sum()
+            torch.mydev.synchronize()
+        self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":

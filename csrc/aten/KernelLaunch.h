@@ -1,7 +1,8 @@
 // Queues a C++ callable as a kernel on a mydev stream. The callable runs later
 // on the stream's worker thread; an exception it throws fails the kernel, and
 // the error surfaces at the next synchronizing call (naming the kernel), as a
-// device-side error would on CUDA. Its warnings are issued again on the next
+// device-side error would on CUDA, with the Python exception class the kernel
+// raised (KernelErrorKinds.h). Its warnings are issued again on the next
 // host thread that uses the device (KernelWarnings.h). Captures must own
 // everything they use: describe device tensors with DeviceTensorRef, never
 // capture an at::Tensor of the device (its destructor could need the GIL on
@@ -9,6 +10,7 @@
 #pragma once
 
 #include "../core/Exception.h"
+#include "../core/KernelErrorKinds.h"
 #include "../core/KernelWarnings.h"
 #include "../core/Stream.h"
 
@@ -33,6 +35,7 @@ void runKernelClosure(void* args) {
   try {
     static_cast<KernelClosure<F>*>(args)->body();
   } catch (const c10::Error& e) {
+    rememberKernelErrorKind(e.what_without_backtrace(), kernelErrorKindOf(e));
     mydevKernelFail(e.what_without_backtrace());
   } catch (const std::exception& e) {
     mydevKernelFail(e.what());

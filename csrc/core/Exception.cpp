@@ -1,5 +1,7 @@
 #include "Exception.h"
 
+#include "KernelErrorKinds.h"
+
 #include <c10/util/Exception.h>
 
 #include <cstring>
@@ -25,6 +27,22 @@ void throwRuntimeError(mydevError_t error, const char* call, const char* file, i
       " [at " + baseName(file) + ":" + std::to_string(line) + "]";
   if (error == mydevErrorMemoryAllocation) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, message);
+  }
+  if (error == mydevErrorLaunchFailure) {
+    switch (takeKernelErrorKind(detail)) {
+      case KernelErrorKind::NotImplemented:
+        TORCH_CHECK_WITH(NotImplementedError, false, message);
+      case KernelErrorKind::Value:
+        TORCH_CHECK_WITH(ValueError, false, message);
+      case KernelErrorKind::Type:
+        TORCH_CHECK_WITH(TypeError, false, message);
+      case KernelErrorKind::Index:
+        TORCH_CHECK_WITH(IndexError, false, message);
+      case KernelErrorKind::LinAlg:
+        TORCH_CHECK_WITH(LinAlgError, false, message);
+      case KernelErrorKind::Generic:
+        break;
+    }
   }
   TORCH_CHECK(false, message);
 }
