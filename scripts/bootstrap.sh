@@ -35,6 +35,10 @@ fi
 echo "[bootstrap] building the C++ extension (incremental)"
 start=$(date +%s)
 mkdir -p "$ROOT/build"
+# Running Python processes map the extension: copying the new build over the
+# same file would change their code under them, so the old file is unlinked
+# first and the copy gets a new inode.
+rm -f "$ROOT"/torch_mydev/_C.*.so
 (cd "$ROOT" && MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" setup.py --quiet build_ext --inplace > "$ROOT/build/build_ext.log" 2>&1) || {
   cat "$ROOT/build/build_ext.log"
   echo "[bootstrap] build failed" >&2

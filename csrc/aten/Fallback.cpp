@@ -93,7 +93,8 @@ bool isGeneratorArgument(const c10::Argument& argument) {
 // produce (the async path would fail them loudly at run time): embedding bag
 // shapes; batch norm's saved statistics, which Meta sizes even in evaluation
 // and types float32 for reduced-precision inputs as CUDA does, where the CPU
-// returns empty statistics in the input's dtype.
+// returns empty statistics in the input's dtype; the margin losses, 1-element
+// for 0-dim inputs with reduction='none' in Meta, 0-dim on the CPU.
 bool metaDisagreesWithCpu(const c10::OperatorName& name) {
   static const std::unordered_set<std::string> names = {
       "aten::_embedding_bag",
@@ -102,6 +103,8 @@ bool metaDisagreesWithCpu(const c10::OperatorName& name) {
       "aten::_native_batch_norm_legit_no_training",
       "aten::_batch_norm_with_update",
       "aten::_batch_norm_no_update",
+      "aten::multi_margin_loss",
+      "aten::multilabel_margin_loss_forward",
   };
   return names.count(name.name) > 0;
 }

@@ -60,12 +60,7 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(const Tensor& grad_output
             grad_output, input, weight, output_mask[2] ? std::optional<at::IntArrayRef>(at::IntArrayRef(out_channels))
                                                        : std::nullopt,
             stride, padding, dilation, transposed, output_padding, groups, output_mask);
-        for (auto [target, result] : {std::pair{grad_input, input_result}, {grad_weight, weight_result},
-                                      {grad_bias, bias_result}}) {
-          if (target.defined()) {
-            target.copy_(result);
-          }
-        }
+        copyHostResults({{grad_input, input_result}, {grad_weight, weight_result}, {grad_bias, bias_result}});
       },
       grad_output, input, weight, grad_input, grad_weight, grad_bias);
   return {grad_input, grad_weight, grad_bias};

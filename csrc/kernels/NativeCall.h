@@ -13,6 +13,7 @@
 #include "../core/KernelWarnings.h"
 #include "../core/Stream.h"
 
+#include <initializer_list>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -95,5 +96,16 @@ class NativeCall {
   ScopedDevice on_device_;
   MydevStream stream_;
 };
+
+// On the worker: copies each defined result of a CPU function that allocates
+// its own outputs into the device output it stands for (an undefined output
+// was not requested).
+inline void copyHostResults(std::initializer_list<std::pair<at::Tensor, at::Tensor>> outputs_and_results) {
+  for (const auto& [output, result] : outputs_and_results) {
+    if (output.defined()) {
+      at::Tensor(output).copy_(result);
+    }
+  }
+}
 
 }  // namespace torch_mydev::native

@@ -140,24 +140,10 @@ std::tuple<Tensor, Tensor, Tensor> nativeBatchNormBackward(
         const auto [input_result, weight_result, bias_result] =
             at::cpu::native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
                                                 save_invstd, training, eps, output_mask);
-        for (auto [target, result] : {std::pair{grad_input, input_result}, {grad_weight, weight_result},
-                                      {grad_bias, bias_result}}) {
-          if (target.defined()) {
-            target.copy_(result);
-          }
-        }
+        copyHostResults({{grad_input, input_result}, {grad_weight, weight_result}, {grad_bias, bias_result}});
       },
       grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, grad_input, grad_weight, grad_bias);
   return {grad_input, grad_weight, grad_bias};
-}
-
-// Copies each defined result of a CPU kernel into its device output.
-void copyResults(std::initializer_list<std::pair<Tensor, Tensor>> targets_and_results) {
-  for (const auto& [target, result] : targets_and_results) {
-    if (target.defined()) {
-      Tensor(target).copy_(result);
-    }
-  }
 }
 
 std::tuple<Tensor, Tensor, Tensor> nativeGroupNorm(const Tensor& input, const std::optional<Tensor>& weight,
@@ -178,7 +164,7 @@ std::tuple<Tensor, Tensor, Tensor> nativeGroupNorm(const Tensor& input, const st
                               const std::optional<Tensor>& bias, const Tensor& output, const Tensor& mean,
                               const Tensor& rstd) {
         const auto [y, m, r] = at::cpu::native_group_norm(input, weight, bias, N, C, HxW, group, eps);
-        copyResults({{output, y}, {mean, m}, {rstd, r}});
+        copyHostResults({{output, y}, {mean, m}, {rstd, r}});
       },
       input, weight, bias, output, mean, rstd);
   return {output, mean, rstd};
@@ -200,7 +186,7 @@ std::tuple<Tensor, Tensor, Tensor> nativeGroupNormBackward(const Tensor& grad_ou
                                       const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias) {
         const auto [dx, dgamma, dbeta] =
             at::cpu::native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask);
-        copyResults({{grad_input, dx}, {grad_weight, dgamma}, {grad_bias, dbeta}});
+        copyHostResults({{grad_input, dx}, {grad_weight, dgamma}, {grad_bias, dbeta}});
       },
       grad_out, input, mean, rstd, weight, grad_input, grad_weight, grad_bias);
   return {grad_input, grad_weight, grad_bias};
