@@ -245,6 +245,34 @@ class TestMydevOps(TestCase):
             torch.mydev.synchronize()
         self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
 
+    @parametrize("mask", ["none", "causal", "boolean", "additive"])
+    def test_attention_matches_cpu_bit_for_bit(self, device, mask):
+        # mydev takes the CPU's own flash kernels where the CPU does (Attention.cpp).
+        generator = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(2, 4, 8, 16, generator=generator, requires_grad=True) for _ in range(3))
+        attn_mask = {"boolean": torch.rand(8, 8, generator=generator) > 0.3,
+                     "additive": torch.randn(8, 8, generator=generator)}.get(mask)
+        kwargs = dict(is_causal=mask == "causal")
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, **kwargs)
+        dq, dk, dv = (t.detach().to(device).requires_grad_() for t in (q, k, v))
+        device_mask = None if attn_mask is None else attn_mask.to(device)
+        device_out = F.scaled_dot_product_attention(dq, dk, dv, attn_mask=device_mask, **kwargs)
+        self.assertEqual(device_out.cpu(), out, atol=0, rtol=0)
+        grad = torch.randn(out.shape, generator=generator)
+        out.backward(grad)
+        device_out.backward(grad.to(device))
+        for device_input, cpu_input in ((dq, q), (dk, k), (dv, v)):
+            self.assertEqual(device_input.grad.cpu(), cpu_input.grad, atol=0, rtol=0)
+
+    def test_attention_with_dropout_uses_the_device_generator(self, device):
+        q = torch.randn(1, 2, 6, 8)
+        torch.manual_seed(1)
+        first = F.scaled_dot_product_attention(q.to(device), q.to(device), q.to(device), dropout_p=0.5)
+        torch.manual_seed(1)
+        second = F.scaled_dot_product_attention(q.to(device), q.to(device), q.to(device), dropout_p=0.5)
+        self.assertEqual(first.cpu(), second.cpu(), atol=0, rtol=0)
+        self.assertNotEqual(first.cpu(), F.scaled_dot_product_attention(q, q, q))
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":

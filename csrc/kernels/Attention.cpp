@@ -1,0 +1,110 @@
+// Scaled dot-product attention. ATen asks a backend's _fused_sdp_choice_stub
+// which SDPA implementation to use; without one, mydev would always take the
+// math decomposition, while the CPU reference takes its fused flash kernel for
+// most inputs (numbers differ in the last bits, and the math path is slower).
+// mydev answers like the CPU does for the same inputs, mapping "flash" to the
+// backend-neutral "overrideable" implementation, which runs ATen's CPU flash
+// kernels (forward and backward) over device memory. Dropout inside attention
+// stays on the math path: the CPU flash kernel would draw from the CPU
+// generator, the math path uses mydev's dropout.
+#include "NativeCall.h"
+
+#include <ATen/SDPBackend.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward_cpu_dispatch.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_cpu_dispatch.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+namespace torch_mydev::native {
+
+namespace {
+
+using at::Tensor;
+
+int64_t chooseAttention(const Tensor& query, const Tensor& key, const Tensor& value,
+                        const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
+                        std::optional<double> scale, bool enable_gqa) {
+  const bool mask_needs_grad = attn_mask.has_value() && attn_mask->defined() && attn_mask->requires_grad();
+  if (dropout_p > 0.0 || mask_needs_grad) {
+    return static_cast<int64_t>(at::SDPBackend::math);
+  }
+  const int64_t cpu_choice = at::native::_fused_sdp_choice_stub(c10::DeviceType::CPU, query, key, value, attn_mask,
+                                                                dropout_p, is_causal, scale, enable_gqa);
+  return cpu_choice == static_cast<int64_t>(at::SDPBackend::flash_attention)
+      ? static_cast<int64_t>(at::SDPBackend::overrideable)
+      : static_cast<int64_t>(at::SDPBackend::math);
+}
+
+using FusedAttentionResult =
+    std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Tensor, Tensor>;
+
+FusedAttentionResult fusedAttention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const std::optional<Tensor>& attn_bias, double dropout_p, bool is_causal,
+                                    bool return_debug_mask, std::optional<double> scale) {
+  NativeCall call("aten::_scaled_dot_product_fused_attention_overrideable", query, key, value, attn_bias);
+  TORCH_CHECK(dropout_p == 0.0 && !return_debug_mask,
+              "mydev's fused attention runs without dropout and debug mask (the SDPA choice sends those to the "
+              "math implementation)");
+  TORCH_CHECK(query.dim() == 4 && key.dim() == 4 && value.dim() == 4,
+              "mydev's fused attention expects 4-D query, key and value, got ", query.dim(), "-D, ", key.dim(),
+              "-D and ", value.dim(), "-D");
+  const int64_t batch = query.size(0);
+  const int64_t heads = query.size(1);
+  const int64_t query_length = query.size(2);
+  const int64_t key_length = key.size(2);
+  Tensor output = at::empty({batch, heads, query_length, value.size(3)}, query.options());
+  const auto accumulate = at::isReducedFloatingType(query.scalar_type()) ? at::kFloat : query.scalar_type();
+  Tensor logsumexp = at::empty({batch, heads, query_length}, query.options().dtype(accumulate));
+  call.launch(
+      [is_causal, scale](const Tensor& query, const Tensor& key, const Tensor& value,
+                         const std::optional<Tensor>& attn_bias, const Tensor& output, const Tensor& logsumexp) {
+        const auto [out, lse] =
+            at::cpu::_scaled_dot_product_flash_attention_for_cpu(query, key, value, 0.0, is_causal, attn_bias, scale);
+        copyHostResults({{output, out}, {logsumexp, lse}});
+      },
+      query, key, value, attn_bias, output, logsumexp);
+  const auto empty = query.options().dtype(at::kLong);
+  return {output, logsumexp, at::empty({0}, empty), at::empty({0}, empty), query_length, key_length,
+          at::empty({0}, empty), at::empty({0}, empty), at::empty({0}, query.options())};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_bias,
+    std::array<bool, 4> grad_input_mask, const Tensor& out, const Tensor& logsumexp, const Tensor& /*cum_seq_q*/,
+    const Tensor& /*cum_seq_k*/, int64_t /*max_q*/, int64_t /*max_k*/, double dropout_p, bool is_causal,
+    const Tensor& /*philox_seed*/, const Tensor& /*philox_offset*/, std::optional<double> scale) {
+  NativeCall call("aten::_scaled_dot_product_fused_attention_overrideable_backward", grad_out, query, key, value,
+                  attn_bias, out, logsumexp);
+  TORCH_CHECK(!grad_input_mask[3], "mydev's fused attention does not compute the gradient of attn_mask (the SDPA "
+              "choice sends masks that require grad to the math implementation)");
+  Tensor grad_query = at::empty(query.sizes(), query.options());
+  Tensor grad_key = at::empty(key.sizes(), key.options());
+  Tensor grad_value = at::empty(value.sizes(), value.options());
+  const std::optional<Tensor> mask = attn_bias.defined() ? std::optional<Tensor>(attn_bias) : std::nullopt;
+  call.launch(
+      [dropout_p, is_causal, scale](const Tensor& grad_out, const Tensor& query, const Tensor& key,
+                                    const Tensor& value, const Tensor& out, const Tensor& logsumexp,
+                                    const std::optional<Tensor>& mask, const Tensor& grad_query,
+                                    const Tensor& grad_key, const Tensor& grad_value) {
+        const auto [dq, dk, dv] = at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
+            grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, mask, scale);
+        copyHostResults({{grad_query, dq}, {grad_key, dk}, {grad_value, dv}});
+      },
+      grad_out, query, key, value, out, logsumexp, mask, grad_query, grad_key, grad_value);
+  return {grad_query, grad_key, grad_value, Tensor()};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(fusedAttention));
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(fusedAttentionBackward));
+}
+
+}  // namespace torch_mydev::native
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_mydev::native::chooseAttention)
+}  // namespace at::native
