@@ -10,8 +10,13 @@ import tempfile
 import torch
 from torch.testing._internal.common_utils import run_tests, TestCase
 
+from torch.testing._internal.opinfo.core import SampleInput
+
+from torch_mydev.conformance.catalog import ops_by_name
 from torch_mydev.conformance.compare import compare, Tolerance
-from torch_mydev.conformance.sample_transfer import Call, DeviceTransfer
+from torch_mydev.conformance.gradients import Differentiability
+from torch_mydev.conformance.op_runner import run_op
+from torch_mydev.conformance.sample_transfer import Call, DeviceTransfer, result_device_type
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDER = os.path.join(REPOSITORY, "torch_mydev", "conformance", "goldens.py")
@@ -201,6 +206,41 @@ class TestConformanceBuildingBlocks(TestCase):
         mismatch = compare((off,), (expected,), Tolerance(), "mydev", "output")
         self.assertEqual((mismatch.where, mismatch.max_abs_error), ("output[0]", 0.5))
         self.assertIsNone(compare((off,), (expected,), Tolerance(atol=0.6), "mydev", "output"))
+
+    def test_results_are_expected_where_pytorch_puts_them(self):
+        device = torch.device("mydev")
+        transfer = DeviceTransfer(device)
+        numbers_only = transfer.call(Call(-8.5, (-1.75,), {}))
+        self.assertEqual(result_device_type(numbers_only, device), "cpu")
+        self.assertEqual(result_device_type(transfer.call(Call(torch.ones(2), (3.0,), {})), device), "mydev")
+        factory = transfer.call(Call(5, (), {"device": "cpu"}))
+        self.assertEqual(result_device_type(factory, device), "mydev")
+        # zeros_like(t, device="cpu") with the "cpu" kept on purpose (placement) asks for a CPU result.
+        kept = transfer.call(Call(torch.ones(2), (), {"device": "cpu"}), placement=[False, True])
+        self.assertEqual(result_device_type(kept, device), "cpu")
+
+    def test_differentiability_follows_the_sample_function_then_falls_back_to_floats(self):
+        weight, running_mean, index = torch.randn(3), torch.zeros(3), torch.tensor([0, 2])
+
+        def samples_with_grad():
+            yield SampleInput(weight.clone().requires_grad_(), args=(running_mean, index))
+            raise ValueError("`requires_grad=True` is not supported for boolean and integral dtypes")
+
+        differentiability = Differentiability(samples_with_grad)
+        self.assertEqual(differentiability.of(Call(weight, (running_mean, index), {})), [True, False, False])
+        self.assertEqual(differentiability.of(Call(weight, (running_mean, index), {})), [True, True, False])
+
+    def test_every_sample_runs_forward_and_backward_alike_on_both_sides(self):
+        # Regressions: views a sample function takes in no-grad mode got no gradient on the CPU side (abs, the
+        # contiguous no-op), Python-number samples were expected on the device (mul), and sample functions that
+        # raise for integral tensors with requires_grad failed the whole pair (addcmul).
+        device = torch.device("mydev")
+        for name in ("abs", "contiguous", "mul", "addcmul"):
+            op = ops_by_name()[name]
+            result = run_op(op, torch.float32, device=device, max_samples=None, backward=True)
+            self.assertEqual(result["status"], "pass", f"{name}: {result['reason']}")
+            self.assertTrue(result["backward"], name)
+            self.assertEqual(result["samples"]["run"], len(list(op.reference_inputs("cpu", torch.float32))), name)
 
 
 if __name__ == "__main__":

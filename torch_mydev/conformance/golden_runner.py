@@ -9,7 +9,6 @@ the rebuilt one with identical inputs; a stored sample without a match (the
 op's samples changed since the recording) is skipped.
 """
 import torch
-from torch.utils import _pytree as pytree
 
 from .catalog import ops_by_name
 from .compare import Tolerance, compare
@@ -17,7 +16,7 @@ from .execution import Execution, execute, judge_exceptions
 from .goldens import golden_samples
 from .outcome import MISMATCH, PASS, SKIPPED, PairTally, SampleOutcome, skipped_pair
 from .sample_labels import call_label
-from .sample_transfer import Call, DeviceTransfer, is_shape
+from .sample_transfer import Call, DeviceTransfer, flatten_call, result_device_type
 from .upstream_decorators import upstream_verdict
 
 CROSS_DEVICE_TOLERANCE = 1e-3
@@ -71,7 +70,7 @@ def _run_stored_sample(op, sample, call, stored, *, device, tolerance):
     actual = execute(lambda: sample.output_process_fn_grad(candidate.value), seed=index, device=device)
     if actual.failed:
         return SampleOutcome.from_device_exception(actual.exception, "output_process_fn_grad")
-    mismatch = compare(actual.value, stored["output"], tolerance, device.type, "output")
+    mismatch = compare(actual.value, stored["output"], tolerance, result_device_type(moved, device), "output")
     if mismatch is not None:
         return SampleOutcome(MISMATCH, "forward", mismatch=mismatch)
     return SampleOutcome(PASS)
@@ -85,13 +84,9 @@ def _matching_sample(regenerated, index, call):
 
 
 def _same_call(regenerated, stored):
-    regenerated_leaves, regenerated_spec = pytree.tree_flatten(_parts(regenerated), is_leaf=is_shape)
-    stored_leaves, stored_spec = pytree.tree_flatten(_parts(stored), is_leaf=is_shape)
+    regenerated_leaves, regenerated_spec = flatten_call(regenerated)
+    stored_leaves, stored_spec = flatten_call(stored)
     return regenerated_spec == stored_spec and all(map(_same_leaf, regenerated_leaves, stored_leaves))
-
-
-def _parts(call):
-    return call.input, call.args, call.kwargs
 
 
 def _same_leaf(regenerated, stored):

@@ -5,6 +5,8 @@ from torch.utils import _pytree as pytree
 from .compare import Mismatch, compare_leaf
 from .execution import CPU, execute, judge_exceptions
 from .outcome import MISMATCH, PASS, SampleOutcome
+from .placement import calls_per_sample
+from .sample_transfer import call_leaves, flatten_call
 
 
 def labelled_tensors(named_trees):
@@ -15,6 +17,54 @@ def labelled_tensors(named_trees):
             if isinstance(leaf, torch.Tensor):
                 labelled.append((root + pytree.keystr(path), leaf))
     return labelled
+
+
+class Differentiability:
+    """Which tensors of the samples the kit runs (built without requires_grad) the backward comparison differentiates.
+
+    The sample function knows which of its tensors are meant to be
+    differentiated (not batch norm's running statistics, not a loss's class
+    weights), so the kit builds the same sample set with requires_grad=True
+    alongside and takes its choice for each sample it finds there: the next
+    sample of that set, when it has the same structure, tensor dtypes and
+    shapes, and plain arguments. The sets can part: some sample functions add
+    samples only without requires_grad, some raise when asked for integral
+    tensors that require grad. A sample not found there has every
+    floating-point and complex tensor differentiated.
+    """
+
+    def __init__(self, make_samples):
+        """``make_samples()`` builds the op's sample set with requires_grad=True."""
+        self._templates = calls_per_sample(make_samples)
+        self._pending = next(self._templates)
+
+    def of(self, call):
+        """Per leaf of ``call`` (``call_leaves`` order), whether backward differentiates it."""
+        if self._pending is not None and _same_sample(call, self._pending):
+            template, self._pending = self._pending, next(self._templates)
+            return [_requires_grad(leaf) for leaf in call_leaves(template)]
+        return [_floating(leaf) for leaf in call_leaves(call)]
+
+
+def _floating(leaf):
+    return isinstance(leaf, torch.Tensor) and (leaf.is_floating_point() or leaf.is_complex())
+
+
+def _same_sample(call, template):
+    leaves, spec = flatten_call(call)
+    template_leaves, template_spec = flatten_call(template)
+    return spec == template_spec and all(map(_same_leaf, leaves, template_leaves))
+
+
+def _same_leaf(leaf, template):
+    if type(leaf) is not type(template):
+        return False
+    if isinstance(leaf, torch.Tensor):
+        return (leaf.dtype, leaf.shape) == (template.dtype, template.shape)
+    if isinstance(leaf, (bool, int, float, complex, str)):
+        return leaf == template or (leaf != leaf and template != template)
+    # Other arguments (modules, functions, dtypes) tell samples apart by their type only: many compare by identity.
+    return True
 
 
 def compare_gradients(

@@ -1,17 +1,20 @@
 """Runs one OpInfo for one dtype on the device and on the CPU, sample by sample, forward and backward.
 
 The samples are the op's ``reference_inputs`` (its ``sample_inputs`` plus any
-extra reference cases), as in upstream's ``TestCommon.test_compare_cpu``.
+extra reference cases) built without requires_grad, as in upstream's
+``TestCommon.test_compare_cpu``. The backward comparison runs the op again on
+fresh copies whose differentiable tensors require grad (gradients.py says
+which).
 """
 from itertools import islice
 
 from .compare import Tolerance, compare
 from .execution import CPU, execute, judge_exceptions
-from .gradients import compare_gradients, labelled_tensors
-from .outcome import MISMATCH, PASS, SKIPPED, PairTally, SampleOutcome, skipped_pair
+from .gradients import Differentiability, compare_gradients, labelled_tensors
+from .outcome import BOTH_RAISE, MISMATCH, PASS, SKIPPED, PairTally, SampleOutcome, skipped_pair
 from .placement import sample_placements
 from .sample_labels import call_label
-from .sample_transfer import Call, DeviceTransfer
+from .sample_transfer import Call, DeviceTransfer, call_leaves, result_device_type
 from .skips import skip_reason
 from .upstream_decorators import upstream_verdict
 
@@ -26,23 +29,29 @@ def run_op(op, dtype, *, device, max_samples, backward):
     tolerance = Tolerance(verdict.atol, verdict.rtol)
     with_grads = backward and dtype in op.supported_backward_dtypes("cpu")
     tally = PairTally()
-    samples = op.reference_inputs("cpu", dtype, requires_grad=with_grads)
-    placements = sample_placements(device, lambda probe: op.reference_inputs(probe, dtype, requires_grad=with_grads))
+    samples = op.reference_inputs("cpu", dtype)
+    placements = sample_placements(device, lambda probe: op.reference_inputs(probe, dtype))
+    differentiability = (
+        Differentiability(lambda: op.reference_inputs("cpu", dtype, requires_grad=True)) if with_grads else None
+    )
     for index, (sample, placement) in enumerate(islice(zip(samples, placements), max_samples)):
         call = Call(sample.input, sample.args, sample.kwargs)
         label = call_label(index, (sample.input, *sample.args), sample.kwargs)
+        differentiable = differentiability.of(call) if differentiability is not None else None
         outcome = run_sample(
-            op, sample, call, placement, device=device, tolerance=tolerance, with_grads=with_grads, seed=index
+            op, sample, call, placement, differentiable, device=device, tolerance=tolerance, seed=index
         )
         tally.add(label, outcome)
     result = tally.result(verdict.mismatch_excuse)
     return {**result, "backward": with_grads, "upstream": verdict.to_json()}
 
 
-def run_sample(op, sample, call, placement, *, device, tolerance, with_grads, seed):
-    # The copies are made first: in-place variants mutate the CPU inputs.
+def run_sample(op, sample, call, placement, differentiable, *, device, tolerance, seed):
+    """``differentiable``: per leaf of the call, whether backward differentiates it; None for no backward."""
+    # Every copy is made first: in-place variants mutate the CPU inputs.
     try:
         moved = DeviceTransfer(device).call(call, placement)
+        graded = _graded_copies(call, placement, differentiable, device)
     except Exception as exception:
         return SampleOutcome.from_device_exception(exception, "moving inputs to the device")
     spare = DeviceTransfer(CPU).call(call)
@@ -57,26 +66,58 @@ def run_sample(op, sample, call, placement, *, device, tolerance, with_grads, se
     judged = judge_exceptions(expected, actual, "output_process_fn_grad", device.type)
     if judged is not None:
         return judged
-    mismatch = compare(actual.value, expected.value, tolerance, device.type, "output")
+    mismatch = compare(actual.value, expected.value, tolerance, result_device_type(moved, device), "output")
     if mismatch is not None and not _reference_repeats(op, sample, spare, expected.value, tolerance, seed):
         message = f"the CPU reference gives another result when run again ({mismatch.describe()})"
         return SampleOutcome(SKIPPED, "forward", message)
     if mismatch is not None:
         return SampleOutcome(MISMATCH, "forward", mismatch=mismatch)
-    if not with_grads:
+    if graded is None:
         return SampleOutcome(PASS)
-    inputs = {"input": call.input, "args": call.args, "kwargs": call.kwargs}
-    moved_inputs = {"input": moved.input, "args": moved.args, "kwargs": moved.kwargs}
-    backward = compare_gradients(
-        expected.value,
-        actual.value,
-        labelled_tensors(inputs),
-        labelled_tensors(moved_inputs),
+    backward = _compare_backward(op, sample, *graded, device=device, tolerance=tolerance, seed=seed)
+    return backward or SampleOutcome(PASS)
+
+
+def _graded_copies(call, placement, differentiable, device):
+    """Fresh CPU and device copies of the call whose differentiable tensors require grad, or None if none is.
+
+    Both sides get copies, set up alike: a sample function builds its tensors
+    in no-grad mode, and its views of tensors that require grad pass no
+    gradient to themselves.
+    """
+    if differentiable is None or not any(differentiable):
+        return None
+    copies = DeviceTransfer(CPU).call(call), DeviceTransfer(device).call(call, placement)
+    for copy in copies:
+        for leaf, wanted in zip(call_leaves(copy), differentiable):
+            if wanted:
+                leaf.requires_grad_()
+    return copies
+
+
+def _compare_backward(op, sample, reference_call, candidate_call, *, device, tolerance, seed):
+    def forward(call):
+        return lambda: sample.output_process_fn_grad(op(call.input, *call.args, **call.kwargs))
+
+    reference = execute(forward(reference_call), seed=seed, device=CPU)
+    candidate = execute(forward(candidate_call), seed=seed, device=device)
+    judged = judge_exceptions(reference, candidate, "backward", device.type)
+    if judged is not None:
+        # Both sides refusing inputs that require grad leaves no gradient to compare; the forward pass matched.
+        return None if judged.status == BOTH_RAISE else judged
+    return compare_gradients(
+        reference.value,
+        candidate.value,
+        labelled_tensors(_named_parts(reference_call)),
+        labelled_tensors(_named_parts(candidate_call)),
         tolerance=tolerance,
         device=device,
         seed=seed,
     )
-    return backward or SampleOutcome(PASS)
+
+
+def _named_parts(call):
+    return {"input": call.input, "args": call.args, "kwargs": call.kwargs}
 
 
 def _reference_repeats(op, sample, spare, expected, tolerance, seed):

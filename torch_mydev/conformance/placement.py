@@ -9,9 +9,8 @@ databases reseed before every sample) and keeps on the CPU whatever that set
 has there. If building the device's set fails, everything moves.
 """
 import torch
-from torch.utils import _pytree as pytree
 
-from .sample_transfer import is_host_device, is_shape
+from .sample_transfer import Call, call_leaves, is_host_device
 
 
 def sample_placements(device, make_samples):
@@ -22,10 +21,19 @@ def sample_placements(device, make_samples):
     stands in for it there.
     """
     probe = "meta" if device.type == "cpu" else str(device)
+    for call in calls_per_sample(lambda: make_samples(probe)):
+        yield None if call is None else [_stays_on_host(leaf) for leaf in call_leaves(call)]
+
+
+def calls_per_sample(make_samples):
+    """Yields a ``Call`` per sample ``make_samples()`` builds, then Nones forever.
+
+    Such a second sample set only informs how the kit treats the samples it
+    runs, so a sample function that fails on it ends the set, not the pair.
+    """
     try:
-        for sample in make_samples(probe):
-            leaves = pytree.tree_leaves((sample.input, sample.args, sample.kwargs), is_leaf=is_shape)
-            yield [_stays_on_host(leaf) for leaf in leaves]
+        for sample in make_samples():
+            yield Call(sample.input, sample.args, sample.kwargs)
     except Exception:
         pass
     while True:

@@ -42,8 +42,8 @@ class DeviceTransfer:
         self._host = self if self.device.type == HOST else DeviceTransfer(HOST)
 
     def call(self, call, placement=None):
-        """``placement``: per leaf of ``(input, args, kwargs)``, whether it stays on the CPU (see placement.py)."""
-        leaves, spec = pytree.tree_flatten((call.input, call.args, call.kwargs), is_leaf=is_shape)
+        """``placement``: per leaf of ``call_leaves(call)``, whether it stays on the CPU (see placement.py)."""
+        leaves, spec = flatten_call(call)
         stays = placement if placement is not None and len(placement) == len(leaves) else [False] * len(leaves)
         moved = [self._host.leaf(leaf) if stay else self.leaf(leaf) for leaf, stay in zip(leaves, stays)]
         return Call(*pytree.tree_unflatten(moved, spec))
@@ -81,6 +81,41 @@ class DeviceTransfer:
             # copy=True: a transfer to the CPU must not alias the inputs either.
             self._storages[key] = as_bytes.to(self.device, copy=True).untyped_storage()
         return self._storages[key]
+
+
+def flatten_call(call):
+    """The leaves of ``(input, args, kwargs)``, in the order per-leaf lists such as ``placement`` use, and their
+    structure."""
+    return pytree.tree_flatten((call.input, call.args, call.kwargs), is_leaf=is_shape)
+
+
+def call_leaves(call):
+    return flatten_call(call)[0]
+
+
+def result_device_type(call, device):
+    """The device type PyTorch puts the results of ``call`` on, once ``call`` has been moved to ``device``.
+
+    An explicit device argument decides (a "cpu" the sample keeps on purpose
+    means the CPU); otherwise the results follow the input tensors onto
+    ``device``. A call with no tensor on ``device`` and no device argument
+    naming it (Python numbers only, or tensors that all stay on the CPU)
+    computes on the CPU, for the device as for the reference.
+    """
+    leaves = call_leaves(call)
+    named = next((leaf for leaf in leaves if _names_device(leaf, device)), None)
+    if named is not None:
+        return torch.device(named).type
+    if any(isinstance(leaf, torch.Tensor) and leaf.device.type == device.type for leaf in leaves):
+        return device.type
+    return HOST
+
+
+def _names_device(value, device):
+    # The only device strings a moved call holds: the host's, kept on purpose, and the rewritten one.
+    if isinstance(value, str):
+        return value in (HOST, str(device))
+    return isinstance(value, torch.device)
 
 
 def is_shape(value):
