@@ -273,6 +273,15 @@ class TestMydevOps(TestCase):
         self.assertEqual(first.cpu(), second.cpu(), atol=0, rtol=0)
         self.assertNotEqual(first.cpu(), F.scaled_dot_product_attention(q, q, q))
 
+    def test_in_place_results_are_not_broadcast_to_a_new_shape(self, device):
+        small, large = torch.zeros(4, 4, dtype=torch.bool), torch.ones(1, 4, 4, dtype=torch.bool)
+        with self.assertRaisesRegex(RuntimeError, r"output with shape \[4, 4\] doesn't match the broadcast shape"):
+            small.logical_and_(large)
+        device_small = small.to(device)
+        with self.assertRaisesRegex(RuntimeError, r"output with shape \[4, 4\] doesn't match the broadcast shape"):
+            device_small.logical_and_(large.to(device))
+        self.assertEqual(device_small.shape, (4, 4))
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":

@@ -315,14 +315,37 @@ struct FreshOutput {
   DeviceTensorRef ref;
 };
 
+// An output that is also read by the operator (`self` of an in-place operator,
+// or an out= tensor passed as an input too, as in logical_and_(x, y) ==
+// logical_and(x, y, out=x)) may not be broadcast to another shape: ATen's CPU
+// kernels refuse ("output with shape ... doesn't match the broadcast shape
+// ..."), where Python meta kernels resize it with a warning.
+bool isReadWrite(const at::Tensor& original, const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
+  const std::string& name = schema.name();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].isTensor() || !args[i].toTensor().is_same(original)) {
+      continue;
+    }
+    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+    const bool written = alias != nullptr && alias->isWrite();
+    if (!written || (!name.empty() && name.back() == '_')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Turns one meta result into the device tensor to return, recording fresh
 // outputs that the kernel must fill.
 at::Tensor deviceResult(const at::Tensor& meta, const MetaMirrors& mirrors, c10::DeviceIndex device,
-                        size_t return_index, std::optional<size_t> list_index, std::vector<FreshOutput>& fresh) {
+                        size_t return_index, std::optional<size_t> list_index, std::vector<FreshOutput>& fresh,
+                        const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
   if (!meta.defined()) {
     return meta;
   }
   if (const at::Tensor* original = mirrors.originalOf(meta)) {
+    TORCH_CHECK(original->sizes() == meta.sizes() || !isReadWrite(*original, schema, args), "output with shape ",
+                original->sizes(), " doesn't match the broadcast shape ", meta.sizes());
     if (original->sizes() != meta.sizes() || original->strides() != meta.strides() ||
         original->storage_offset() != meta.storage_offset()) {
       original->unsafeGetTensorImpl()->set_sizes_and_strides(meta.sizes(), meta.strides(), meta.storage_offset());
@@ -394,12 +417,12 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   for (size_t r = 0; r < num_returns; ++r) {
     const c10::IValue& meta = meta_stack[r];
     if (meta.isTensor()) {
-      results.emplace_back(deviceResult(meta.toTensor(), mirrors, device, r, std::nullopt, fresh));
+      results.emplace_back(deviceResult(meta.toTensor(), mirrors, device, r, std::nullopt, fresh, schema, args));
     } else if (meta.isTensorList()) {
       c10::List<at::Tensor> list;
       const auto metas = meta.toTensorVector();
       for (size_t k = 0; k < metas.size(); ++k) {
-        list.push_back(deviceResult(metas[k], mirrors, device, r, k, fresh));
+        list.push_back(deviceResult(metas[k], mirrors, device, r, k, fresh, schema, args));
       }
       results.emplace_back(std::move(list));
     } else {
