@@ -282,6 +282,17 @@ class TestMydevOps(TestCase):
             device_small.logical_and_(large.to(device))
         self.assertEqual(device_small.shape, (4, 4))
 
+    def test_outputs_the_cpu_kernel_turns_into_conjugate_views(self, device):
+        # linalg_lu_solve(left=False) returns a conjugate view on the CPU; on
+        # mydev the values must be the same even though the bit stays on the worker.
+        generator = torch.Generator().manual_seed(0)
+        a = torch.randn(3, 3, dtype=torch.complex64, generator=generator)
+        b = torch.randn(4, 3, dtype=torch.complex64, generator=generator)
+        lu, pivots = torch.linalg.lu_factor(a)
+        expected = torch.linalg.lu_solve(lu, pivots, b, left=False)
+        out = torch.linalg.lu_solve(lu.to(device), pivots.to(device), b.to(device), left=False)
+        self.assertEqual(out.cpu().resolve_conj(), expected.resolve_conj())
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":

@@ -55,6 +55,17 @@ at::Tensor KernelMemory::map(const DeviceTensorRef& ref, bool resizable) {
   return tensor;
 }
 
+void settleViewBits(const at::Tensor& alias, bool conj, bool neg) {
+  if (!alias.defined() || (alias.is_conj() == conj && alias.is_neg() == neg)) {
+    return;
+  }
+  const at::Tensor value = alias.resolve_conj().resolve_neg().clone();
+  at::Tensor target = alias;
+  target._set_conj(conj);
+  target._set_neg(neg);
+  target.copy_(value);
+}
+
 void* KernelMemory::deviceBaseOf(const at::Tensor& cpu_tensor) const {
   if (!cpu_tensor.defined() || !cpu_tensor.has_storage()) {
     return nullptr;

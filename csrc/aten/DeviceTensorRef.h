@@ -28,6 +28,14 @@ struct DeviceTensorRef {
 
 DeviceTensorRef describe(const at::Tensor& tensor);
 
+// Only usable while a kernel runs on a stream worker: a CPU kernel may set
+// the conjugate or negative bit of an output alias (linalg_lu_solve with
+// left=False returns a conjugate view), which the device tensor sharing the
+// memory does not see. This rewrites the memory so that the device tensor,
+// with bits `conj`/`neg`, reads the value the alias holds, and resets the
+// alias's bits to those.
+void settleViewBits(const at::Tensor& alias, bool conj, bool neg);
+
 // Only usable while a kernel runs on a stream worker.
 class KernelMemory {
  public:

@@ -436,7 +436,16 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
                [op, slots = std::move(slots), fresh = std::move(fresh)] {
                  KernelMemory memory;
                  torch::jit::Stack cpu = cpuStack(slots, memory, /*resizable_outputs=*/false);
+                 std::vector<std::pair<at::Tensor, const DeviceTensorRef*>> mutated;
+                 for (size_t i = 0; i < slots.size(); ++i) {
+                   if (slots[i].mutated && slots[i].kind == ArgSlot::Kind::Tensor && slots[i].tensors[0].on_device) {
+                     mutated.emplace_back(cpu[i].toTensor(), &slots[i].tensors[0].ref);
+                   }
+                 }
                  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &cpu);
+                 for (const auto& [alias, ref] : mutated) {
+                   settleViewBits(alias, ref->is_conj, ref->is_neg);
+                 }
                  for (const FreshOutput& output : fresh) {
                    const c10::IValue& value = cpu[output.return_index];
                    copyResultInto(output.ref,

@@ -87,6 +87,18 @@ inline at::OptionalScalarRef metaArgument(const std::optional<at::Scalar>& scala
   return scalar.has_value() ? at::OptionalScalarRef(&*scalar) : at::OptionalScalarRef();
 }
 
+// The conjugate/negative bits of the outputs, to restore after the CPU kernel
+// (settleViewBits in DeviceTensorRef.h).
+template <size_t First, typename Tuple, size_t... Out>
+std::array<std::pair<bool, bool>, sizeof...(Out)> viewBitsOf(const Tuple& all, std::index_sequence<Out...>) {
+  return {std::pair<bool, bool>{std::get<First + Out>(all).is_conj(), std::get<First + Out>(all).is_neg()}...};
+}
+
+template <size_t First, typename Bits, typename Tuple, size_t... Out>
+void settleOutputs(const Bits& bits, const Tuple& used, std::index_sequence<Out...>) {
+  (settleViewBits(std::get<First + Out>(used), bits[Out].first, bits[Out].second), ...);
+}
+
 template <typename T>
 constexpr bool isOutput = std::is_same_v<T, at::Tensor&>;
 
@@ -112,7 +124,12 @@ struct StructuredOut<Meta, CpuOutf, Name, Result (*)(Args...)> {
     NativeCall native(Name, args...);
     auto all = std::forward_as_tuple(args...);
     computeGeometry(all, std::make_index_sequence<kInputs>{}, std::make_index_sequence<kOutputs>{});
-    native.launch([](auto&&... used) { CpuOutf(used...); }, args...);
+    native.launch(
+        [bits = detail::viewBitsOf<kInputs>(all, std::make_index_sequence<kOutputs>{})](auto&&... used) {
+          CpuOutf(used...);
+          detail::settleOutputs<kInputs>(bits, std::forward_as_tuple(used...), std::make_index_sequence<kOutputs>{});
+        },
+        args...);
     return result(all, std::make_index_sequence<kOutputs>{});
   }
 
@@ -188,7 +205,12 @@ struct FunctionalKernel<Meta, CpuOutf, Name, NumOutputs, std::tuple<Inputs...>> 
   static FunctionalResult<NumOutputs> launchAndReturn(const NativeCall& native,
                                                       std::array<at::Tensor, NumOutputs>& outputs,
                                                       std::index_sequence<Out...>, Inputs... inputs) {
-    native.launch([](auto&&... used) { CpuOutf(used...); }, inputs..., outputs[Out]...);
+    native.launch(
+        [](auto&&... used) {
+          CpuOutf(used...);
+          (settleViewBits(std::get<sizeof...(Inputs) + Out>(std::forward_as_tuple(used...)), false, false), ...);
+        },
+        inputs..., outputs[Out]...);
     if constexpr (NumOutputs == 1) {
       return outputs[0];
     } else {
