@@ -21,6 +21,30 @@ DeviceTensorRef describe(const at::Tensor& tensor) {
   return ref;
 }
 
+CapturedTensor captureTensor(const at::Tensor& tensor) {
+  CapturedTensor captured;
+  captured.defined = tensor.defined();
+  if (!captured.defined) {
+    return captured;
+  }
+  if (tensor.device().type() == c10::DeviceType::PrivateUse1) {
+    captured.on_device = true;
+    captured.ref = describe(tensor);
+  } else {
+    // A Python number wrapped by the argument parser is private to this call;
+    // any other host tensor may change after the launch, so the kernel gets a copy.
+    captured.host = tensor.unsafeGetTensorImpl()->is_wrapped_number() ? tensor : tensor.clone();
+  }
+  return captured;
+}
+
+at::Tensor KernelMemory::use(const CapturedTensor& captured, bool resizable) {
+  if (!captured.defined) {
+    return at::Tensor();
+  }
+  return captured.on_device ? map(captured.ref, resizable) : captured.host;
+}
+
 at::Tensor KernelMemory::map(const DeviceTensorRef& ref, bool resizable) {
   c10::Storage storage;
   // Storages without bytes have no device address; two of them are distinct

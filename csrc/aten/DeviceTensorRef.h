@@ -28,6 +28,18 @@ struct DeviceTensorRef {
 
 DeviceTensorRef describe(const at::Tensor& tensor);
 
+// A tensor argument as a kernel closure owns it: a device tensor as its
+// DeviceTensorRef (never an owning device tensor: its destructor could need
+// the GIL on the worker), a CPU tensor as a private copy.
+struct CapturedTensor {
+  bool defined = false;
+  bool on_device = false;
+  DeviceTensorRef ref;
+  at::Tensor host;
+};
+
+CapturedTensor captureTensor(const at::Tensor& tensor);
+
 // Only usable while a kernel runs on a stream worker: a CPU kernel may set
 // the conjugate or negative bit of an output alias (linalg_lu_solve with
 // left=False returns a conjugate view), which the device tensor sharing the
@@ -42,6 +54,8 @@ class KernelMemory {
   // `resizable` lets a CPU kernel reallocate the alias (its data then moves to
   // host memory, which the caller must detect and copy back).
   at::Tensor map(const DeviceTensorRef& ref, bool resizable = false);
+  // The CPU tensor a captured argument stands for (undefined if it was).
+  at::Tensor use(const CapturedTensor& captured, bool resizable = false);
   // The device storage that a CPU tensor produced inside the kernel still
   // aliases, or nullptr if its data lives in host memory.
   void* deviceBaseOf(const at::Tensor& cpu_tensor) const;

@@ -190,34 +190,12 @@ class MetaMirrors {
 };
 
 // One argument of the CPU call, in a form a kernel closure may own.
-struct TensorSlot {
-  bool defined = false;
-  bool on_device = false;
-  DeviceTensorRef ref;
-  at::Tensor host;  // a private copy of a CPU argument
-};
-
 struct ArgSlot {
   enum class Kind { Plain, Tensor, TensorList, OptionalTensorList } kind = Kind::Plain;
   c10::IValue plain;
-  std::vector<TensorSlot> tensors;
+  std::vector<CapturedTensor> tensors;
   bool mutated = false;
 };
-
-TensorSlot slotFor(const at::Tensor& tensor) {
-  TensorSlot slot;
-  slot.defined = tensor.defined();
-  if (!slot.defined) {
-    return slot;
-  }
-  if (isMydev(tensor)) {
-    slot.on_device = true;
-    slot.ref = describe(tensor);
-  } else {
-    slot.host = tensor.clone();
-  }
-  return slot;
-}
 
 std::vector<ArgSlot> argumentSlots(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
                                    c10::DeviceIndex device) {
@@ -229,11 +207,11 @@ std::vector<ArgSlot> argumentSlots(const c10::FunctionSchema& schema, c10::Array
     slot.mutated = alias != nullptr && alias->isWrite();
     if (value.isTensor()) {
       slot.kind = ArgSlot::Kind::Tensor;
-      slot.tensors.push_back(slotFor(value.toTensor()));
+      slot.tensors.push_back(captureTensor(value.toTensor()));
     } else if (value.isList() && (value.isTensorList() || isOptionalTensorList(schema.arguments()[i].type()))) {
       slot.kind = value.isTensorList() ? ArgSlot::Kind::TensorList : ArgSlot::Kind::OptionalTensorList;
       for (const c10::IValue& element : value.toListRef()) {
-        slot.tensors.push_back(element.isTensor() ? slotFor(element.toTensor()) : TensorSlot{});
+        slot.tensors.push_back(element.isTensor() ? captureTensor(element.toTensor()) : CapturedTensor{});
       }
     } else if (isGeneratorArgument(schema.arguments()[i])) {
       slot.plain = kernelEngine(value.isGenerator() ? std::optional<at::Generator>(value.toGenerator()) : std::nullopt,
@@ -247,13 +225,6 @@ std::vector<ArgSlot> argumentSlots(const c10::FunctionSchema& schema, c10::Array
   return slots;
 }
 
-c10::IValue materialize(const TensorSlot& slot, KernelMemory& memory, bool resizable) {
-  if (!slot.defined) {
-    return c10::IValue();
-  }
-  return slot.on_device ? memory.map(slot.ref, resizable) : slot.host;
-}
-
 torch::jit::Stack cpuStack(const std::vector<ArgSlot>& slots, KernelMemory& memory, bool resizable_outputs) {
   torch::jit::Stack stack;
   stack.reserve(slots.size());
@@ -263,22 +234,24 @@ torch::jit::Stack cpuStack(const std::vector<ArgSlot>& slots, KernelMemory& memo
       case ArgSlot::Kind::Plain:
         stack.push_back(slot.plain);
         break;
-      case ArgSlot::Kind::Tensor:
-        stack.push_back(materialize(slot.tensors[0], memory, resizable));
+      case ArgSlot::Kind::Tensor: {
+        at::Tensor tensor = memory.use(slot.tensors[0], resizable);
+        stack.push_back(tensor.defined() ? c10::IValue(std::move(tensor)) : c10::IValue());
         break;
+      }
       case ArgSlot::Kind::TensorList: {
         c10::List<at::Tensor> list;
-        for (const TensorSlot& element : slot.tensors) {
-          list.push_back(materialize(element, memory, resizable).toTensor());
+        for (const CapturedTensor& element : slot.tensors) {
+          list.push_back(memory.use(element, resizable));
         }
         stack.emplace_back(std::move(list));
         break;
       }
       case ArgSlot::Kind::OptionalTensorList: {
         c10::List<std::optional<at::Tensor>> list;
-        for (const TensorSlot& element : slot.tensors) {
-          c10::IValue value = materialize(element, memory, resizable);
-          list.push_back(value.isTensor() ? std::optional<at::Tensor>(value.toTensor()) : std::nullopt);
+        for (const CapturedTensor& element : slot.tensors) {
+          at::Tensor tensor = memory.use(element, resizable);
+          list.push_back(tensor.defined() ? std::optional<at::Tensor>(std::move(tensor)) : std::nullopt);
         }
         stack.emplace_back(std::move(list));
         break;

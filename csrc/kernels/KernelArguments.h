@@ -21,37 +21,6 @@
 
 namespace torch_mydev::native {
 
-struct CapturedTensor {
-  bool defined = false;
-  bool on_device = false;
-  DeviceTensorRef ref;
-  at::Tensor host;
-};
-
-inline CapturedTensor captureTensor(const at::Tensor& tensor) {
-  CapturedTensor captured;
-  captured.defined = tensor.defined();
-  if (!captured.defined) {
-    return captured;
-  }
-  if (tensor.device().type() == c10::DeviceType::PrivateUse1) {
-    captured.on_device = true;
-    captured.ref = describe(tensor);
-  } else {
-    // A Python number wrapped by the argument parser is private to this call;
-    // any other host tensor may change after the launch, so the kernel gets a copy.
-    captured.host = tensor.unsafeGetTensorImpl()->is_wrapped_number() ? tensor : tensor.clone();
-  }
-  return captured;
-}
-
-inline at::Tensor useTensor(const CapturedTensor& captured, KernelMemory& memory) {
-  if (!captured.defined) {
-    return at::Tensor();
-  }
-  return captured.on_device ? memory.map(captured.ref) : captured.host;
-}
-
 // Plain values (Scalar, int64_t, bool, double, ScalarType, optionals of
 // those, ...) are copied as they are.
 template <typename T, typename = void>
@@ -65,7 +34,7 @@ template <>
 struct KernelArgument<at::Tensor> {
   using Stored = CapturedTensor;
   static Stored capture(const at::Tensor& tensor) { return captureTensor(tensor); }
-  static at::Tensor use(const Stored& stored, KernelMemory& memory) { return useTensor(stored, memory); }
+  static at::Tensor use(const Stored& stored, KernelMemory& memory) { return memory.use(stored); }
 };
 
 template <>
@@ -78,7 +47,7 @@ struct KernelArgument<std::optional<at::Tensor>> {
     if (!stored.defined) {
       return std::nullopt;
     }
-    return useTensor(stored, memory);
+    return memory.use(stored);
   }
 };
 
@@ -143,7 +112,7 @@ inline UsedTensorList useTensorList(const CapturedTensorList& captured, KernelMe
   UsedTensorList used;
   used.tensors.reserve(captured.tensors.size());
   for (const CapturedTensor& tensor : captured.tensors) {
-    used.tensors.push_back(useTensor(tensor, memory));
+    used.tensors.push_back(memory.use(tensor));
   }
   return used;
 }
@@ -175,7 +144,7 @@ struct KernelArgument<c10::List<std::optional<at::Tensor>>> {
   static c10::List<std::optional<at::Tensor>> use(const Stored& stored, KernelMemory& memory) {
     c10::List<std::optional<at::Tensor>> list;
     for (const CapturedTensor& tensor : stored) {
-      list.push_back(tensor.defined ? std::optional<at::Tensor>(useTensor(tensor, memory)) : std::nullopt);
+      list.push_back(tensor.defined ? std::optional<at::Tensor>(memory.use(tensor)) : std::nullopt);
     }
     return list;
   }

@@ -36,20 +36,28 @@ at::DimVector whereShape(const Tensor& condition, const Tensor& self, const Tens
   return at::infer_size_dimvector(condition.sizes(), at::infer_size_dimvector(self.sizes(), other.sizes()));
 }
 
-Tensor& whereOut(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out) {
-  NativeCall call("aten::where.self_out", condition, self, other, out);
+void queueWhere(const NativeCall& call, const Tensor& condition, const Tensor& self, const Tensor& other,
+                Tensor& out) {
   at::native::resize_output(out, whereShape(condition, self, other));
   call.launch([](const Tensor& condition, const Tensor& self, const Tensor& other,
                  Tensor out) { at::cpu::where_outf(condition, self, other, out); },
               condition, self, other, out);
+}
+
+Tensor& whereOut(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out) {
+  NativeCall call("aten::where.self_out", condition, self, other, out);
+  queueWhere(call, condition, self, other, out);
   return out;
 }
 
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  NativeCall call("aten::where.self", condition, self, other);
   Tensor out = at::empty(whereShape(condition, self, other),
-                         self.options().dtype(at::native::result_type(self, other)).device(
-                             self.is_cpu() ? (other.is_cpu() ? condition.device() : other.device()) : self.device()));
-  return whereOut(condition, self, other, out);
+                         self.options()
+                             .dtype(at::native::result_type(self, other))
+                             .device(c10::Device(c10::DeviceType::PrivateUse1, call.device())));
+  queueWhere(call, condition, self, other, out);
+  return out;
 }
 
 at::DimVector indexSelectShape(const Tensor& self, int64_t& dim, const Tensor& index) {

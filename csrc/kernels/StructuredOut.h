@@ -26,12 +26,14 @@
 
 namespace torch_mydev::native {
 
-// The meta class with out= semantics: outputs are the caller's tensors,
-// resized (and then restrided) as ATen's CPU out= kernels do.
+// The meta class as a mydev wrapper: presupplied outputs (out= overloads)
+// are resized, then restrided, as ATen's CPU out= kernels do; missing ones
+// (functional overloads) are allocated on the device as the meta function
+// describes them, as ATen's generated functional wrappers do for CUDA.
 template <typename Meta, size_t NumOutputs>
-class OutGeometry final : public Meta {
+class StructuredGeometry final : public Meta {
  public:
-  explicit OutGeometry(std::array<std::reference_wrapper<at::Tensor>, NumOutputs> outputs) : outputs_(outputs) {}
+  explicit StructuredGeometry(std::array<at::Tensor, NumOutputs> presupplied = {}) : outputs(std::move(presupplied)) {}
 
   void set_output_strided(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides,
                           at::TensorOptions options) override {
@@ -43,28 +45,33 @@ class OutGeometry final : public Meta {
     setOutput(index, sizes, strides, options);
   }
 
-  const at::Tensor& maybe_get_output(int64_t index) override { return outputs_[index].get(); }
+  const at::Tensor& maybe_get_output(int64_t index) override { return outputs[index]; }
+
+  // Handles sharing the TensorImpls of the caller's out= tensors, or the new outputs.
+  std::array<at::Tensor, NumOutputs> outputs;
 
  private:
   void setOutput(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) {
-    const at::Tensor& out = outputs_[index].get();
-    TORCH_CHECK(options.dtype() == out.dtype(), "Expected out tensor to have dtype ", options.dtype(), ", but got ",
-                out.dtype(), " instead");
-    TORCH_CHECK(options.device() == out.device(), "Expected out tensor to have device ", options.device(),
-                ", but got ", out.device(), " instead");
-    if (at::native::resize_output(out, sizes)) {
-      if (!strides.empty()) {
-        out.as_strided_(sizes, strides);
-      } else if (options.memory_format_opt().has_value()) {
-        out.unsafeGetTensorImpl()->empty_tensor_restride(*options.memory_format_opt());
+    at::Tensor& out = outputs[index];
+    if (!out.defined()) {
+      out = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+    } else {
+      TORCH_CHECK(options.dtype() == out.dtype(), "Expected out tensor to have dtype ", options.dtype(), ", but got ",
+                  out.dtype(), " instead");
+      TORCH_CHECK(options.device() == out.device(), "Expected out tensor to have device ", options.device(),
+                  ", but got ", out.device(), " instead");
+      if (at::native::resize_output(out, sizes)) {
+        if (!strides.empty()) {
+          out.as_strided_(sizes, strides);
+        } else if (options.memory_format_opt().has_value()) {
+          out.unsafeGetTensorImpl()->empty_tensor_restride(*options.memory_format_opt());
+        }
       }
     }
     if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) {
       Meta::set_output_raw_strided(index, sizes, strides, options);
     }
   }
-
-  std::array<std::reference_wrapper<at::Tensor>, NumOutputs> outputs_;
 };
 
 namespace detail {
@@ -136,7 +143,7 @@ struct StructuredOut<Meta, CpuOutf, Name, Result (*)(Args...)> {
  private:
   template <typename Tuple, size_t... In, size_t... Out>
   static void computeGeometry(Tuple& all, std::index_sequence<In...>, std::index_sequence<Out...>) {
-    OutGeometry<Meta, kOutputs> geometry({std::ref(std::get<kInputs + Out>(all))...});
+    StructuredGeometry<Meta, kOutputs> geometry({std::get<kInputs + Out>(all)...});
     geometry.meta(detail::metaArgument(std::get<In>(all))...);
   }
 
@@ -150,35 +157,6 @@ struct StructuredOut<Meta, CpuOutf, Name, Result (*)(Args...)> {
   }
 };
 
-
-// The meta class with functional semantics: outputs are allocated on the
-// device as the meta function describes them (what ATen's generated
-// functional wrappers do for CUDA).
-template <typename Meta, size_t NumOutputs>
-class FunctionalGeometry final : public Meta {
- public:
-  void set_output_strided(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides,
-                          at::TensorOptions options) override {
-    setOutput(index, sizes, strides, options);
-  }
-
-  void set_output_raw_strided(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides,
-                              at::TensorOptions options) override {
-    setOutput(index, sizes, strides, options);
-  }
-
-  const at::Tensor& maybe_get_output(int64_t index) override { return outputs[index]; }
-
-  std::array<at::Tensor, NumOutputs> outputs;
-
- private:
-  void setOutput(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) {
-    outputs[index] = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
-    if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) {
-      Meta::set_output_raw_strided(index, sizes, strides, options);
-    }
-  }
-};
 
 namespace detail {
 
@@ -195,7 +173,7 @@ template <typename Meta, auto CpuOutf, const char* Name, size_t NumOutputs, type
 struct FunctionalKernel<Meta, CpuOutf, Name, NumOutputs, std::tuple<Inputs...>> {
   static FunctionalResult<NumOutputs> call(Inputs... inputs) {
     NativeCall native(Name, inputs...);
-    FunctionalGeometry<Meta, NumOutputs> geometry;
+    StructuredGeometry<Meta, NumOutputs> geometry;
     geometry.meta(metaArgument(inputs)...);
     return launchAndReturn(native, geometry.outputs, std::make_index_sequence<NumOutputs>{}, inputs...);
   }
