@@ -11,10 +11,14 @@
 //
 // Synchronous path: operators whose outputs depend on the data (nonzero,
 // unique, masked_select, ...: their Meta kernel refuses), operators returning
-// non-tensors (equal, is_nonzero, ...), and random operators (the generator
-// state must change in program order). The CPU kernel still runs on the
+// non-tensors (equal, is_nonzero, ...). The CPU kernel still runs on the
 // stream's worker over device memory; the caller waits for it, then gets the
 // results (host results are copied into new device memory by a device kernel).
+//
+// Random operators take either path; their generator argument becomes the
+// device generator's CPU engine, which the kernel draws from in stream order
+// (the host waits for queued draws before it reads or reseeds a generator:
+// core/Generator.cpp).
 #include "Fallback.h"
 
 #include "DeviceTensorRef.h"
@@ -112,11 +116,6 @@ bool metaDisagreesWithCpu(const c10::OperatorName& name) {
 bool runsSynchronously(const c10::FunctionSchema& schema) {
   if (metaDisagreesWithCpu(schema.operator_name())) {
     return true;
-  }
-  for (const c10::Argument& argument : schema.arguments()) {
-    if (isGeneratorArgument(argument)) {
-      return true;
-    }
   }
   for (const c10::Argument& ret : schema.returns()) {
     const c10::TypePtr& type = ret.type();

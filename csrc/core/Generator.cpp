@@ -11,22 +11,31 @@
 
 namespace torch_mydev {
 
+// Random kernels draw from the engine on the stream worker, in stream order,
+// when they run. Reading or replacing the engine's state from the host must
+// first let every queued kernel of the device draw, so that the host sees
+// (and changes) the state in program order, as CUDA's launch-time offsets do.
+void MydevGeneratorImpl::awaitQueuedDraws() const { synchronizeDevice(device().index()); }
+
 MydevGeneratorImpl::MydevGeneratorImpl(c10::DeviceIndex device, uint64_t seed)
     : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, device),
                          c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
       engine_(at::make_generator<at::CPUGeneratorImpl>(seed)) {}
 
 void MydevGeneratorImpl::set_current_seed(uint64_t seed) {
+  awaitQueuedDraws();
   std::lock_guard<std::mutex> lock(engineMutex());
   engine_.unsafeGetGeneratorImpl()->set_current_seed(seed);
 }
 
 void MydevGeneratorImpl::set_offset(uint64_t offset) {
+  awaitQueuedDraws();
   std::lock_guard<std::mutex> lock(engineMutex());
   engine_.unsafeGetGeneratorImpl()->set_offset(offset);
 }
 
 uint64_t MydevGeneratorImpl::get_offset() const {
+  awaitQueuedDraws();
   std::lock_guard<std::mutex> lock(engineMutex());
   return engine_.unsafeGetGeneratorImpl()->get_offset();
 }
@@ -37,21 +46,25 @@ uint64_t MydevGeneratorImpl::current_seed() const {
 }
 
 uint64_t MydevGeneratorImpl::seed() {
+  awaitQueuedDraws();
   std::lock_guard<std::mutex> lock(engineMutex());
   return engine_.unsafeGetGeneratorImpl()->seed();
 }
 
 void MydevGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
+  awaitQueuedDraws();
   std::lock_guard<std::mutex> lock(engineMutex());
   engine_.unsafeGetGeneratorImpl()->set_state(new_state);
 }
 
 c10::intrusive_ptr<c10::TensorImpl> MydevGeneratorImpl::get_state() const {
+  awaitQueuedDraws();
   std::lock_guard<std::mutex> lock(engineMutex());
   return engine_.unsafeGetGeneratorImpl()->get_state();
 }
 
 MydevGeneratorImpl* MydevGeneratorImpl::clone_impl() const {
+  awaitQueuedDraws();
   std::lock_guard<std::mutex> lock(engineMutex());
   auto* copy = new MydevGeneratorImpl(device().index(), 0);
   copy->engine_ = engine_.clone();

@@ -3,6 +3,8 @@
 // engine (at::CPUGeneratorImpl) that those kernels draw from, while
 // presenting itself to PyTorch as a generator of device mydev:N (so that
 // torch.Generator(device="mydev"), seeding and get/set_rng_state work per device).
+// Random kernels run asynchronously and draw from the engine when they run;
+// the host-side accessors of the state wait for them (awaitQueuedDraws).
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -28,6 +30,7 @@ class MydevGeneratorImpl final : public c10::GeneratorImpl {
 
  private:
   MydevGeneratorImpl* clone_impl() const override;
+  void awaitQueuedDraws() const;
   std::mutex& engineMutex() const { return engine_.unsafeGetGeneratorImpl()->mutex_; }
 
   at::Generator engine_;
