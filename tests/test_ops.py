@@ -2,6 +2,7 @@
 CPU kernels run over device memory on the stream worker): every result is
 compared with the same computation on the CPU."""
 import copy
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -10,6 +11,7 @@ from torch.testing._internal.common_device_type import dtypes, instantiate_devic
 from torch.testing._internal.common_utils import parametrize, run_tests, set_warn_always_context, TestCase
 
 from helpers import run_python
+from torch_mydev.ops import fallback_policy
 
 
 def reference(tensor):
@@ -212,6 +214,41 @@ class TestMydevOps(TestCase):
         self.assertEqual(reference(device_state.grad), state.grad)
         for (name, parameter), device_parameter in zip(module.named_parameters(), device_module.parameters()):
             self.assertEqual(reference(device_parameter.grad), parameter.grad, msg=name)
+
+    @parametrize("factory", [
+        ("arange", lambda d: torch.arange(10, device=d)),
+        ("arange_float_step", lambda d: torch.arange(1.5, 7.2, 0.3, device=d)),
+        ("arange_half", lambda d: torch.arange(0, 10, 3, device=d, dtype=torch.float16)),
+        ("arange_negative_step", lambda d: torch.arange(10, 0, -1.5, device=d, dtype=torch.float64)),
+        ("arange_strided_out", lambda d: torch.arange(10, out=torch.empty(10, 2, device=d)[:, 0])),
+        ("linspace", lambda d: torch.linspace(-3, 5, 17, device=d)),
+        ("linspace_one_step_int", lambda d: torch.linspace(-3, 5, 1, device=d, dtype=torch.int32)),
+        ("logspace", lambda d: torch.logspace(0, 2, 9, device=d)),
+        ("logspace_complex", lambda d: torch.logspace(0, 2, 9, base=2, device=d, dtype=torch.complex64)),
+        ("range", lambda d: torch.range(0, 4, 0.5, device=d)),
+        ("arange_zero_step", lambda d: torch.arange(0, 10, 0, device=d)),
+        ("arange_wrong_sign", lambda d: torch.arange(0, 10, -1, device=d)),
+        ("arange_bool", lambda d: torch.arange(0, 5, device=d, dtype=torch.bool)),
+        ("linspace_negative_steps", lambda d: torch.linspace(0, 1, -1, device=d)),
+    ], name_fn=lambda factory: factory[0])
+    def test_range_factories_are_native_and_match_the_cpu(self, device, factory):
+        _, make = factory
+        try:
+            expected = make("cpu")
+        except Exception as error:  # the same error, raised at the call
+            with self.assertRaises(type(error)) as raised, fallback_policy("error"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                make(device)
+            self.assertEqual(str(raised.exception), str(error))
+            return
+        with fallback_policy("error"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.assertEqual(make(device).cpu(), expected, atol=0, rtol=0)
+
+    def test_arange_into_a_wrong_sized_out_warns_like_the_cpu(self, device):
+        with self.assertWarnsRegex(UserWarning, "does not match the computed number of elements 10"):
+            out = torch.arange(10, out=torch.empty(3, device=device))
+        self.assertEqual(out.cpu(), torch.arange(10.0))
 
     def test_dropout_uses_the_device_generator(self, device):
         x = torch.randn(1000)
