@@ -12,6 +12,7 @@ from torch.testing._internal.common_device_type import instantiate_device_type_t
 from torch.testing._internal.common_utils import parametrize, run_tests, subtest, TestCase
 
 from models import MODELS, TinyLanguageModel
+from torch_mydev.ops import fallback_counts, fallback_policy, reset_fallback_counts
 
 TRAINING_STEPS = 4
 
@@ -115,6 +116,20 @@ class TestModelParity(TestCase):
         for name, param in device_model.named_parameters():
             self.assertEqual(param.device, torch.device(device), msg=f"parameter {name}")
             self.assertEqual(param.grad.device, torch.device(device), msg=f"gradient of {name}")
+
+    @parametrize("optimizer_name", ["adamw_foreach", "adamw_fused", "sgd_momentum_for_loop"], name_fn=str)
+    @parametrize("model_name", list(MODELS), name_fn=str)
+    def test_training_step_needs_no_fallback(self, device, model_name, optimizer_name):
+        # MYDEV_FALLBACK=error semantics: any operator without a native or composite kernel raises, naming itself.
+        model_class = MODELS[model_name]
+        _, model = identical_copies(model_class, "cpu", device)
+        optimizer = OPTIMIZERS[optimizer_name](model.parameters())
+        inputs, targets = model_class.batch(torch.Generator().manual_seed(3))
+        reset_fallback_counts()
+        with fallback_policy("error"):
+            loss = train_step(model, optimizer, inputs.to(device), targets.to(device))
+        self.assertTrue(torch.isfinite(host(loss)))
+        self.assertEqual(fallback_counts(), {})
 
     @reference_devices
     @parametrize("model_name", list(MODELS), name_fn=str)
