@@ -17,6 +17,7 @@ from torch_mydev.conformance.compare import compare, Tolerance
 from torch_mydev.conformance.gradients import Differentiability
 from torch_mydev.conformance.op_runner import run_op
 from torch_mydev.conformance.sample_transfer import Call, DeviceTransfer, result_device_type
+from torch_mydev.conformance.upstream_tests import run_upstream_tests
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDER = os.path.join(REPOSITORY, "torch_mydev", "conformance", "goldens.py")
@@ -122,6 +123,91 @@ class TestConformanceIsolation(TestCase):
         self.assertEqual([r["name"] for r in report["results"]][-1], "neg")
         self.assertEqual(report["summary"]["crash"], 1)
         self.assertEqual(report["summary"]["timeout"], 1)
+
+
+DEVICE_GENERIC_TESTS = """
+import os, signal, time, unittest
+import torch
+from torch.testing._internal.common_device_type import instantiate_device_type_tests, onlyCPU
+from torch.testing._internal.common_utils import TestCase
+
+class TestSample(TestCase):
+    def test_passes(self, device):
+        self.assertEqual((torch.ones(3, device=device) + 1).cpu(), torch.full((3,), 2.0))
+    def test_fails(self, device):
+        self.assertEqual(torch.ones(3, device=device).cpu(), torch.zeros(3))
+    def test_crashes(self, device):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    def test_hangs(self, device):
+        time.sleep(600)
+    def test_runs_after_the_crash(self, device):
+        self.assertEqual(torch.arange(4, device=device).sum().item(), 6)
+    def test_on_the_skip_list(self, device):
+        raise RuntimeError("the skip list should have kept this from running")
+    @unittest.expectedFailure
+    def test_expected_to_fail(self, device):
+        raise RuntimeError("known")
+    @onlyCPU
+    def test_cpu_only(self, device):
+        pass
+
+instantiate_device_type_tests(TestSample, globals())
+"""
+
+
+class TestConformanceUpstream(TestCase):
+    """PyTorch's device-generic test files through PrivateUse1TestBase, on a file written here."""
+
+    def write_test_file(self, directory, text=DEVICE_GENERIC_TESTS):
+        path = os.path.join(directory, "test_device_generic_sample.py")
+        with open(path, "w") as file:
+            file.write(text)
+        return path
+
+    def test_each_test_gets_its_outcome_and_a_crash_or_hang_costs_one_test(self):
+        with tempfile.TemporaryDirectory(prefix="upstream-") as directory:
+            path = self.write_test_file(directory)
+            upstream = run_upstream_tests(
+                [path], os.path.join(directory, "out"), timeout=3, skips={"*::test_on_the_skip_list_*": "a reason"}
+            )
+        prefix = "test_device_generic_sample.py::TestSamplePRIVATEUSE1::"
+        outcomes = {o["test"][len(prefix):]: o for o in upstream["not_passing"]}
+        self.assertEqual(
+            {name: o["status"] for name, o in outcomes.items()},
+            {
+                "test_fails_mydev": "fail",
+                "test_crashes_mydev": "crash",
+                "test_hangs_mydev": "timeout",
+                "test_on_the_skip_list_mydev": "skipped",
+                "test_cpu_only_mydev": "skipped",
+            },
+        )
+        self.assertIn("SIGSEGV", outcomes["test_crashes_mydev"]["message"])
+        self.assertEqual(outcomes["test_on_the_skip_list_mydev"]["message"], "mydev skip list: a reason")
+        self.assertIn("Tensor-likes are not close", outcomes["test_fails_mydev"]["message"])
+        file = upstream["files"][0]
+        self.assertEqual((file["tests"], file["pass"], file["expected_failure"]), (8, 2, 1))
+        self.assertEqual(file["processes"], 3)  # the crash and the timeout each cost a restart
+        self.assertEqual(upstream["summary"]["pass_rate_non_skipped"], 50.0)
+
+    def test_kit_reports_upstream_tests(self):
+        passing_only = DEVICE_GENERIC_TESTS.split("    def test_fails")[0] + "\ninstantiate_device_type_tests(TestSample, globals())\n"
+        with tempfile.TemporaryDirectory(prefix="upstream-") as directory:
+            path = self.write_test_file(directory, passing_only)
+            process = run_kit("--upstream-tests", path, "--upstream-only", "--fail-under", "100", "--output", directory)
+            self.assertEqual(process.returncode, 0, process.stderr)
+            report = read_results(directory)
+            with open(os.path.join(directory, "report.html")) as html:
+                self.assertIn("PyTorch's device-generic tests", html.read())
+        self.assertEqual(report["upstream"]["summary"]["tests"], 1)
+        self.assertEqual(report["upstream"]["summary"]["pass"], 1)
+        self.assertEqual(report["results"], [])
+        self.assertIn("upstream tests: 1 in 1 files", process.stdout)
+
+    def test_missing_upstream_path_is_a_usage_error(self):
+        process = run_kit("--upstream-tests", "/nonexistent/test", "--upstream-only")
+        self.assertEqual(process.returncode, 2)
+        self.assertIn("no such upstream test file or directory", process.stderr)
 
 
 class TestConformanceGoldens(TestCase):

@@ -1,4 +1,5 @@
-"""python -m torch_mydev.conformance: run PyTorch's OpInfo and ModuleInfo databases on mydev against the CPU.
+"""python -m torch_mydev.conformance: run PyTorch's OpInfo and ModuleInfo databases on mydev against the CPU,
+and optionally PyTorch's device-generic test files (--upstream-tests).
 
 Writes results.json and report.html into --output. docs/conformance.md
 explains the options, the statuses and how tolerances and skips are chosen.
@@ -15,10 +16,11 @@ from .goldens import load_goldens
 from .isolation import IsolatedRunner
 from .plan import SelectionError, plan_goldens, plan_modules, plan_ops
 from .outcome import STATUSES
-from .progress import Progress
+from .progress import Progress, UpstreamProgress
 from .report_html import write_html
 from .report_json import build_report, write_json
 from .selection import matches, parse_dtypes, parse_patterns
+from .upstream_tests import STATUSES as UPSTREAM_STATUSES, find_test_files, run_upstream_tests
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_INTERRUPTED = 130
@@ -49,11 +51,25 @@ def parse_args(argv):
     parser.add_argument("--goldens", default=None, help="goldens file from goldens.py record: compare with its outputs")
     parser.add_argument("--goldens-only", action="store_true", help="with --goldens: skip the op and module sweep")
     parser.add_argument(
+        "--upstream-tests",
+        action="append",
+        metavar="PATH",
+        help="also run PyTorch's device-generic test files on mydev: a PyTorch checkout's test/ directory (its "
+        "device-generic files) or single test files; may be repeated",
+    )
+    parser.add_argument(
+        "--upstream-only", action="store_true", help="with --upstream-tests: skip the op and module sweep"
+    )
+    parser.add_argument(
+        "--upstream-timeout", type=float, default=600.0, help="seconds per upstream test before it counts as a timeout"
+    )
+    parser.add_argument(
         "--fail-under",
         type=float,
         default=None,
         metavar="PCT",
-        help="exit with status 1 if the pass rate of non-skipped pairs is below PCT",
+        help="exit with status 1 if the pass rate of non-skipped pairs (with --upstream-only: of upstream tests) "
+        "is below PCT",
     )
     parser.add_argument("--inject-crash", metavar="NAME", help="testing the kit: the worker segfaults on NAME")
     parser.add_argument("--inject-hang", metavar="NAME", help="testing the kit: the worker hangs on NAME")
@@ -62,6 +78,13 @@ def parse_args(argv):
         parser.error("--max-samples must be at least 1")
     if args.goldens_only and args.goldens is None:
         parser.error("--goldens-only needs --goldens FILE")
+    if args.upstream_only and not args.upstream_tests:
+        parser.error("--upstream-only needs --upstream-tests PATH")
+    if args.upstream_tests:
+        try:
+            find_test_files(args.upstream_tests)
+        except ValueError as error:
+            parser.error(f"--upstream-tests: {error}")
     try:
         args.dtype_list = parse_dtypes(args.dtypes)
     except ValueError as error:
@@ -72,7 +95,7 @@ def parse_args(argv):
 def plan(args):
     op_patterns = parse_patterns(args.ops)
     items = []
-    if not args.goldens_only:
+    if not args.goldens_only and not args.upstream_only:
         items += plan_ops(op_patterns, args.dtype_list)
         if args.modules is not None:
             items += plan_modules(parse_patterns(args.modules), args.dtype_list)
@@ -130,6 +153,9 @@ def options_of(args):
         "fail_under": args.fail_under,
         "inject_crash": args.inject_crash,
         "inject_hang": args.inject_hang,
+        "upstream_tests": args.upstream_tests,
+        "upstream_only": args.upstream_only,
+        "upstream_timeout": args.upstream_timeout,
     }
 
 
@@ -145,6 +171,14 @@ def main(argv=None):
     started = time.monotonic()
     records = run(items, args)
     complete = len(records) == len(items)
+    upstream = None
+    if args.upstream_tests and complete:
+        try:
+            upstream = run_upstream_tests(
+                args.upstream_tests, args.output, timeout=args.upstream_timeout, progress=UpstreamProgress()
+            )
+        except KeyboardInterrupt:
+            complete = False
 
     pair_records = [record for record in records if record["kind"] != "golden"]
     golden_section = None
@@ -156,6 +190,7 @@ def main(argv=None):
         options=options_of(args),
         results=pair_records,
         goldens=golden_section,
+        upstream=upstream,
         complete=complete,
         seconds=time.monotonic() - started,
     )
@@ -165,21 +200,30 @@ def main(argv=None):
 
     if not complete:
         return EXIT_INTERRUPTED
-    rate = report["summary"]["pass_rate_non_skipped"]
+    measured = report["upstream"] if args.upstream_only and "upstream" in report else report
+    rate = measured["summary"]["pass_rate_non_skipped"]
     if args.fail_under is not None and (rate is None or rate < args.fail_under):
-        print(f"pass rate of non-skipped pairs {rate}% is below --fail-under {args.fail_under}%", file=sys.stderr)
+        what = "upstream tests" if measured is not report else "pairs"
+        print(f"pass rate of non-skipped {what} {rate}% is below --fail-under {args.fail_under}%", file=sys.stderr)
         return EXIT_BELOW_THRESHOLD
     return 0
 
 
 def print_summary(report, output):
-    sections = [("pairs", report["summary"])]
+    sections = [("pairs", report["summary"])] if report["summary"]["pairs"] or "upstream" not in report else []
     if "goldens" in report:
         sections.append(("goldens", report["goldens"]["summary"]))
     for title, summary in sections:
         counts = ", ".join(f"{summary[status]} {status}" for status in STATUSES)
         print(
             f"{title}: {summary['pairs']} ({counts}); pass rate {summary['pass_rate']}% of all, "
+            f"{summary['pass_rate_non_skipped']}% of not skipped"
+        )
+    if "upstream" in report:
+        summary = report["upstream"]["summary"]
+        counts = ", ".join(f"{summary[status]} {status}" for status in UPSTREAM_STATUSES)
+        print(
+            f"upstream tests: {summary['tests']} in {summary['files']} files ({counts}); pass rate "
             f"{summary['pass_rate_non_skipped']}% of not skipped"
         )
     print(f"report: {os.path.join(output, 'report.html')} and {os.path.join(output, 'results.json')}")

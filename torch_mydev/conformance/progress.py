@@ -53,3 +53,34 @@ class Progress:
     def _bar(self, width):
         filled = int(width * self.done / self.total) if self.total else width
         return "|" + "#" * filled + "-" * (width - filled) + "|"
+
+
+class UpstreamProgress:
+    """Progress of the upstream test files, whose test counts are known only as they run: one line per
+    ``interval`` seconds and one when a file starts."""
+
+    def __init__(self, stream=None, interval=15.0):
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self.file = ""
+        self.counts = {}
+        self.started = time.monotonic()
+        self._last_line = 0.0
+
+    def begin(self, file):
+        self.file = file
+        self.counts = {}
+        self._show(force=True)
+
+    def finish(self, status):
+        self.counts[status] = self.counts.get(status, 0) + 1
+        self._show()
+
+    def _show(self, force=False):
+        if force or time.monotonic() - self._last_line >= self.interval:
+            self._last_line = time.monotonic()
+            done = sum(self.counts.values())
+            counts = ", ".join(f"{count} {status}" for status, count in sorted(self.counts.items()))
+            elapsed = time.monotonic() - self.started
+            self.stream.write(f"upstream {self.file}: {done} tests ({counts or 'starting'})  {elapsed:6.0f}s\n")
+            self.stream.flush()

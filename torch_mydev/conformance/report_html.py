@@ -6,12 +6,24 @@ JavaScript to filter the table; it loads nothing from anywhere.
 from html import escape
 
 from .outcome import STATUSES
+from .upstream_tests import STATUSES as UPSTREAM_STATUSES
 
 COLORS = {
     "pass": "#2e7d32",
     "mismatch": "#f9a825",
     "error": "#c62828",
     "not_implemented": "#7b1fa2",
+    "skipped": "#9e9e9e",
+    "crash": "#3e2723",
+    "timeout": "#1565c0",
+}
+
+UPSTREAM_COLORS = {
+    "pass": "#2e7d32",
+    "expected_failure": "#66bb6a",
+    "fail": "#f9a825",
+    "error": "#c62828",
+    "unexpected_success": "#7b1fa2",
     "skipped": "#9e9e9e",
     "crash": "#3e2723",
     "timeout": "#1565c0",
@@ -91,6 +103,8 @@ def render_html(report):
             "<h3>Goldens that did not pass</h3>",
             _failure_table("goldens", goldens["results"]),
         ]
+    if "upstream" in report:
+        parts += _upstream_section(report["upstream"])
     parts += [
         "<h2>Environment</h2>",
         _key_values(environment),
@@ -195,6 +209,64 @@ def _failure_table(section, results):
         f'<table id="{section}-table"><thead><tr><th>kind</th><th>name</th><th>dtype</th><th>family</th><th>status</th>'
         f'<th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
+
+
+def _upstream_section(upstream):
+    summary = upstream["summary"]
+    header = "".join(f"<th>{escape(status.replace('_', ' '))}</th>" for status in UPSTREAM_STATUSES)
+    rows = []
+    for file in upstream["files"]:
+        cells = "".join(f"<td>{file[status]}</td>" for status in UPSTREAM_STATUSES)
+        problem = f'<br><span class="reason">{escape(file["problem"])}</span>' if file["problem"] else ""
+        rows.append(
+            f'<tr><td>{escape(file["file"])}{problem}</td><td>{file["tests"]}</td>{cells}'
+            f'<td>{_percent(file["pass_rate_non_skipped"])}</td></tr>'
+        )
+    totals = "".join(f"<th>{summary[status]}</th>" for status in UPSTREAM_STATUSES)
+    failing = []
+    for outcome in upstream["not_passing"]:
+        status = outcome["status"]
+        failing.append(
+            f'<tr data-status="{status}"><td>{escape(outcome["test"])}</td>'
+            f'<td><span class="status" style="background:{UPSTREAM_COLORS[status]}">'
+            f'{escape(status.replace("_", " "))}</span></td>'
+            f'<td class="reason">{escape(outcome.get("message") or "")}</td></tr>'
+        )
+    options = "".join(
+        f'<option value="{s}">{escape(s.replace("_", " "))}</option>'
+        for s in UPSTREAM_STATUSES
+        if any(outcome["status"] == s for outcome in upstream["not_passing"])
+    )
+    skip_rows = "".join(
+        f'<tr><td>{escape(pattern)}</td><td class="reason">{escape(reason)}</td></tr>'
+        for pattern, reason in upstream["skip_list"].items()
+    )
+    return [
+        "<h2>PyTorch's device-generic tests</h2>",
+        "<p>Upstream test files run under pytest with <code>PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1</code>, so "
+        "<code>instantiate_device_type_tests</code> runs their device variants on mydev through "
+        f"<code>PrivateUse1TestBase</code>. {summary['tests']} tests in {summary['files']} files; pass rate "
+        f"{_percent(summary['pass_rate_non_skipped'])} of the tests not skipped (expected failures count as "
+        "passing).</p>",
+        f"<table><thead><tr><th>file</th><th>tests</th>{header}<th>pass rate, not skipped</th></tr></thead>"
+        f'<tbody>{"".join(rows)}</tbody><tfoot><tr><th>all</th><th>{summary["tests"]}</th>{totals}'
+        f'<th>{_percent(summary["pass_rate_non_skipped"])}</th></tr></tfoot></table>',
+        "<h3>Tests that did not pass</h3>",
+        (
+            '<div class="filters">Status <select id="upstream-status" onchange="filterRows(\'upstream\')">'
+            f'<option value="">all</option>{options}</select> Search <input id="upstream-text" type="search" '
+            'oninput="filterRows(\'upstream\')" placeholder="test, message"> '
+            f'<span id="upstream-count">{len(failing)}</span> shown</div>'
+            '<table id="upstream-table"><thead><tr><th>test</th><th>status</th><th>message or reason</th></tr>'
+            f'</thead><tbody>{"".join(failing)}</tbody></table>'
+            if failing
+            else "<p>Every test passed.</p>"
+        ),
+        "<h3>mydev skip list</h3>",
+        f"<table><thead><tr><th>pattern</th><th>reason</th></tr></thead><tbody>{skip_rows}</tbody></table>"
+        if skip_rows
+        else "<p>Empty.</p>",
+    ]
 
 
 def _key_values(mapping):

@@ -8,8 +8,9 @@ FORMAT = "torch_mydev.conformance.results"
 VERSION = 1
 
 
-def build_report(*, environment, options, results, goldens, complete, seconds):
-    """``goldens`` is None, or ``{"file": ..., "metadata": ..., "results": [...]}``."""
+def build_report(*, environment, options, results, goldens, complete, seconds, upstream=None):
+    """``goldens`` is None, or ``{"file": ..., "metadata": ..., "results": [...]}``; ``upstream`` is None or
+    what upstream_tests.run_upstream_tests returned."""
     report = {
         "format": FORMAT,
         "version": VERSION,
@@ -22,6 +23,8 @@ def build_report(*, environment, options, results, goldens, complete, seconds):
     }
     if goldens is not None:
         report["goldens"] = {**goldens, "summary": summarize(goldens["results"])}
+    if upstream is not None:
+        report["upstream"] = upstream
     return report
 
 

@@ -1,0 +1,230 @@
+"""Runs PyTorch's own device-generic test files on mydev through PrivateUse1TestBase.
+
+PyTorch's test files are not part of the torch wheel; a vendor points the kit
+at a PyTorch source checkout (``--upstream-tests path/to/pytorch/test``) or at
+individual files. Each file runs under pytest in a subprocess with
+``PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1``, so that
+``instantiate_device_type_tests`` instantiates only the mydev variants
+(``TestFooPRIVATEUSE1.test_bar_mydev``). The plugin in upstream_plugin.py skips
+the tests of the mydev skip list (upstream_skips.py: every entry has a
+reason) and records each test's outcome as it happens. A test that crashes the
+process or runs past the timeout is recorded as ``crash`` or ``timeout``, and
+the file goes on in a new process without the tests already done.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+from .upstream_skips import UPSTREAM_SKIPS
+
+# Upstream test files that instantiate device-generic tests for every device
+# type (no only_for restricting them to CPU/CUDA), in the order a run takes them.
+DEFAULT_FILES = (
+    "test_view_ops.py",
+    "test_shape_ops.py",
+    "test_sort_and_select.py",
+    "test_indexing.py",
+    "test_tensor_creation_ops.py",
+    "test_unary_ufuncs.py",
+    "test_binary_ufuncs.py",
+    "test_reductions.py",
+    "test_type_promotion.py",
+    "test_torch.py",
+)
+
+STATUSES = ("pass", "expected_failure", "fail", "error", "unexpected_success", "skipped", "crash", "timeout")
+PASSING = ("pass", "expected_failure")
+MAX_RESTARTS = 50
+POLL_SECONDS = 0.5
+LOG_TAIL_CHARACTERS = 2000
+
+
+def find_test_files(paths):
+    """The test files named by ``paths``: files as given, and DEFAULT_FILES found in each directory."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [os.path.join(path, name) for name in DEFAULT_FILES if os.path.isfile(os.path.join(path, name))]
+            if not found:
+                raise ValueError(f"{path} holds none of the upstream device-generic test files ({', '.join(DEFAULT_FILES)})")
+            files += found
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise ValueError(f"no such upstream test file or directory: {path}")
+    return [os.path.abspath(file) for file in files]
+
+
+class FileRun:
+    """The pytest processes that together run one upstream test file."""
+
+    def __init__(self, path, work_dir, skips, timeout):
+        self.path = path
+        self.name = os.path.basename(path)
+        self.timeout = timeout
+        stem = os.path.join(work_dir, self.name.replace(".py", ""))
+        self.events_path = stem + ".events.jsonl"
+        self.done_path = stem + ".done.txt"
+        self.skips_path = stem + ".skips.json"
+        self.log_path = stem + ".log"
+        self.ini_path = stem + ".pytest.ini"
+        for stale in (self.events_path, self.done_path, self.log_path):
+            if os.path.exists(stale):
+                os.remove(stale)
+        with open(self.skips_path, "w") as file:
+            json.dump(skips, file)
+        with open(self.ini_path, "w") as file:
+            file.write("[pytest]\n")
+        self.outcomes = {}
+        self.processes = 0
+        self.problem = None
+
+    def command(self):
+        return [
+            sys.executable, "-m", "pytest", self.name,
+            "-c", self.ini_path, "--rootdir", os.path.dirname(self.path),
+            "--noconftest", "-p", "no:cacheprovider", "-p", "torch_mydev.conformance.upstream_plugin",
+            "-q", "--tb=short", "--disable-warnings",
+        ]
+
+    def environment(self):
+        env = dict(os.environ)
+        env.update({
+            "PYTORCH_TESTING_DEVICE_ONLY_FOR": "privateuse1",
+            "MYDEV_UPSTREAM_EVENTS": self.events_path,
+            "MYDEV_UPSTREAM_DONE": self.done_path,
+            "MYDEV_UPSTREAM_SKIPS": self.skips_path,
+            "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(self.path), env.get("PYTHONPATH")])),
+        })
+        return env
+
+    def run(self, on_outcome):
+        while self.processes <= MAX_RESTARTS:
+            self.processes += 1
+            ended = self._run_process(on_outcome)
+            if ended:
+                return
+        self.problem = f"stopped after {MAX_RESTARTS} restarts"
+
+    def _run_process(self, on_outcome):
+        """Runs pytest until it exits; False when it must be restarted (a crash or a timeout)."""
+        with open(self.log_path, "ab") as log:
+            process = subprocess.Popen(self.command(), cwd=os.path.dirname(self.path), env=self.environment(),
+                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        reader = EventReader(self.events_path)
+        running, started, finished = None, time.monotonic(), False
+        while True:
+            for event in reader.new_events():
+                if event["event"] == "start":
+                    running, started = event["nodeid"], time.monotonic()
+                elif event["event"] == "outcome":
+                    self._record(event, on_outcome)
+                    running = None
+                elif event["event"] == "finished":
+                    finished = True
+            code = process.poll()
+            if code is not None:
+                for event in reader.new_events():
+                    if event["event"] == "outcome":
+                        self._record(event, on_outcome)
+                        running = None
+                    elif event["event"] == "finished":
+                        finished = True
+                break
+            if running is not None and time.monotonic() - started > self.timeout:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                self._record({"nodeid": running, "status": "timeout",
+                              "message": f"no result after {self.timeout:.0f} s; the process was killed"}, on_outcome)
+                return False
+        if running is not None:
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+            self._record({"nodeid": running, "status": "crash",
+                          "message": f"the test process died ({how}); log: {self.log_path}"}, on_outcome)
+            return False
+        if not finished:
+            self.problem = f"pytest ended with exit status {code} before running tests: {self._log_tail()}"
+        return True
+
+    def _record(self, event, on_outcome):
+        nodeid = event["nodeid"]
+        self.outcomes[nodeid] = {"test": nodeid, "status": event["status"], "message": event.get("message"),
+                                 "seconds": event.get("seconds")}
+        with open(self.done_path, "a") as done:
+            done.write(nodeid + "\n")
+        on_outcome(self.outcomes[nodeid])
+
+    def _log_tail(self):
+        with open(self.log_path, errors="replace") as log:
+            return log.read()[-LOG_TAIL_CHARACTERS:].strip()
+
+    def summary(self):
+        counts = Counter(outcome["status"] for outcome in self.outcomes.values())
+        tests = len(self.outcomes)
+        passing = sum(counts[status] for status in PASSING)
+        not_skipped = tests - counts["skipped"]
+        return {
+            "file": self.path,
+            "tests": tests,
+            **{status: counts[status] for status in STATUSES},
+            "pass_rate_non_skipped": round(100.0 * passing / not_skipped, 2) if not_skipped else None,
+            "processes": self.processes,
+            "problem": self.problem,
+        }
+
+
+class EventReader:
+    """Reads the JSON lines the plugin appends, as they arrive."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = os.path.getsize(path) if os.path.exists(path) else 0
+        self.partial = ""
+
+    def new_events(self):
+        if not os.path.exists(self.path):
+            return []
+        with open(self.path) as file:
+            file.seek(self.offset)
+            chunk = file.read()
+            self.offset = file.tell()
+        lines = (self.partial + chunk).split("\n")
+        self.partial = lines.pop()
+        return [json.loads(line) for line in lines if line]
+
+
+def run_upstream_tests(paths, output_dir, timeout=600.0, skips=None, progress=None):
+    """Runs the upstream test files; returns the ``upstream`` section of results.json.
+
+    ``progress``, if given, has ``begin(label)`` and ``finish(status)`` (progress.UpstreamProgress).
+    """
+    files = find_test_files(paths)
+    skips = UPSTREAM_SKIPS if skips is None else skips
+    work_dir = os.path.join(output_dir, "upstream-logs")
+    os.makedirs(work_dir, exist_ok=True)
+    summaries, not_passing = [], []
+    for path in files:
+        run = FileRun(path, work_dir, skips, timeout)
+        if progress is not None:
+            progress.begin(run.name)
+        run.run(lambda outcome: progress.finish(outcome["status"]) if progress is not None else None)
+        summaries.append(run.summary())
+        not_passing += [outcome for outcome in run.outcomes.values() if outcome["status"] not in PASSING]
+    return {"files": summaries, "summary": _total(summaries), "not_passing": not_passing, "skip_list": skips}
+
+
+def _total(summaries):
+    total = {status: sum(summary[status] for summary in summaries) for status in STATUSES}
+    tests = sum(summary["tests"] for summary in summaries)
+    passing = sum(total[status] for status in PASSING)
+    not_skipped = tests - total["skipped"]
+    return {
+        "files": len(summaries),
+        "tests": tests,
+        **total,
+        "pass_rate_non_skipped": round(100.0 * passing / not_skipped, 2) if not_skipped else None,
+    }
