@@ -250,6 +250,25 @@ class TestMydevOps(TestCase):
             out = torch.arange(10, out=torch.empty(3, device=device))
         self.assertEqual(out.cpu(), torch.arange(10.0))
 
+    def test_out_arguments_must_be_on_the_device_even_0_dim(self, device):
+        # A 0-dim CPU tensor is accepted as an input scalar (as on CUDA), never as an output.
+        values = torch.tensor([0, 1, 1, 0, 2], device=device)
+        with self.assertRaisesRegex(RuntimeError, "Expected all tensors to be on the same device.*nonzero.out"):
+            torch.nonzero(values, out=torch.empty([], dtype=torch.long))
+        with self.assertRaisesRegex(RuntimeError, "scalar type Long"):
+            torch.nonzero(values, out=torch.empty([], dtype=torch.float, device=device))
+        out = torch.empty([], dtype=torch.long, device=device)
+        torch.nonzero(values, out=out)
+        self.assertEqual(out.cpu(), torch.tensor([[1], [2], [4]]))
+
+    def test_quantized_results_are_refused_not_converted(self, device):
+        x = torch.arange(6.0, device=device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # quantize_per_tensor's deprecation warning
+            with self.assertRaisesRegex(NotImplementedError, "quantize_per_tensor returns a quantized tensor"):
+                torch.quantize_per_tensor(x, 0.1, 5, torch.quint8)
+        self.assertEqual(x.sum().item(), 15.0)  # nothing pending on the stream
+
     def test_dropout_uses_the_device_generator(self, device):
         x = torch.randn(1000)
         torch.manual_seed(5)

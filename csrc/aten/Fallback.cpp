@@ -80,8 +80,16 @@ c10::DeviceIndex operatorDevice(const c10::FunctionSchema& schema, c10::ArrayRef
                                  const std::string& name) {
   OperatorDevice device;
   for (size_t i = 0; i < args.size(); ++i) {
+    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+    const bool written = alias != nullptr && alias->isWrite();
     const bool accepts_host_tensors = isOptionalTensorList(schema.arguments()[i].type());
-    forEachTensor(args[i], [&](const at::Tensor& tensor) { device.add(tensor, accepts_host_tensors); });
+    forEachTensor(args[i], [&](const at::Tensor& tensor) {
+      if (written) {
+        device.addWritten(tensor);
+      } else {
+        device.add(tensor, accepts_host_tensors);
+      }
+    });
     if (args[i].isDevice()) {
       device.add(args[i].toDevice());
     }
@@ -98,9 +106,16 @@ bool isGeneratorArgument(const c10::Argument& argument) {
 // shapes; batch norm's saved statistics, which Meta sizes even in evaluation
 // and types float32 for reduced-precision inputs as CUDA does, where the CPU
 // returns empty statistics in the input's dtype; the margin losses, 1-element
-// for 0-dim inputs with reduction='none' in Meta, 0-dim on the CPU.
+// for 0-dim inputs with reduction='none' in Meta, 0-dim on the CPU; the
+// quantizing operators, float32 in Meta, quantized on the CPU (the synchronous
+// path then refuses the quantized result: mydev has no quantized tensors).
 bool metaDisagreesWithCpu(const c10::OperatorName& name) {
   static const std::unordered_set<std::string> names = {
+      "aten::quantize_per_tensor",
+      "aten::quantize_per_tensor_dynamic",
+      "aten::quantize_per_channel",
+      "aten::_make_per_tensor_quantized_tensor",
+      "aten::_make_per_channel_quantized_tensor",
       "aten::_embedding_bag",
       "aten::_embedding_bag_forward_only",
       "aten::_native_batch_norm_legit",
@@ -444,10 +459,14 @@ struct SyncOutcome {
 // return: an argument it aliases (updated in place for out= arguments), a view
 // of an argument's device storage, or new device memory holding a host result.
 at::Tensor adoptSyncResult(const at::Tensor& cpu, void* device_base, const at::Tensor* mutated_argument,
-                           c10::ArrayRef<c10::IValue> args, c10::DeviceIndex device, const MydevStream& stream) {
+                           c10::ArrayRef<c10::IValue> args, c10::DeviceIndex device, const MydevStream& stream,
+                           const std::string& name) {
   if (!cpu.defined()) {
     return cpu;
   }
+  TORCH_CHECK_NOT_IMPLEMENTED(!cpu.is_quantized() && cpu.layout() == c10::kStrided, name, " returns a ",
+                              cpu.is_quantized() ? "quantized" : "non-strided", " tensor (", cpu.toString(),
+                              "), and mydev tensors are strided and not quantized");
   at::Tensor target;
   if (mutated_argument != nullptr) {
     target = *mutated_argument;
@@ -533,12 +552,13 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
     }
     if (value.isTensor()) {
       results.emplace_back(adoptSyncResult(value.toTensor(), outcome->device_bases[r][0], mutated_argument, args,
-                                           device, stream));
+                                           device, stream, kernelName(op)));
     } else if (value.isTensorList()) {
       c10::List<at::Tensor> list;
       const auto tensors = value.toTensorVector();
       for (size_t k = 0; k < tensors.size(); ++k) {
-        list.push_back(adoptSyncResult(tensors[k], outcome->device_bases[r][k], nullptr, args, device, stream));
+        list.push_back(
+            adoptSyncResult(tensors[k], outcome->device_bases[r][k], nullptr, args, device, stream, kernelName(op)));
       }
       results.emplace_back(std::move(list));
     } else {

@@ -19,14 +19,15 @@ class OperatorDevice {
     if (!tensor.defined()) {
       return;
     }
-    if (tensor.device().type() == c10::DeviceType::PrivateUse1) {
-      if (!device_.has_value()) {
-        device_ = tensor.device();
-      } else if (*device_ != tensor.device() && !foreign_.has_value()) {
-        foreign_ = tensor.device();
-      }
-    } else if (!(tensor.device().is_cpu() && (tensor.dim() == 0 || accepts_host_tensor)) && !foreign_.has_value()) {
-      foreign_ = tensor.device();
+    const bool host_accepted = tensor.device().is_cpu() && (tensor.dim() == 0 || accepts_host_tensor);
+    addChecked(tensor, host_accepted);
+  }
+
+  // A tensor the operator writes (an out= or in-place argument): it must be on
+  // the device, even a 0-dim one.
+  void addWritten(const at::Tensor& tensor) {
+    if (tensor.defined()) {
+      addChecked(tensor, /*host_accepted=*/false);
     }
   }
 
@@ -42,6 +43,18 @@ class OperatorDevice {
   c10::DeviceIndex resolve(const char* operator_name) const;
 
  private:
+  void addChecked(const at::Tensor& tensor, bool host_accepted) {
+    if (tensor.device().type() == c10::DeviceType::PrivateUse1) {
+      if (!device_.has_value()) {
+        device_ = tensor.device();
+      } else if (*device_ != tensor.device() && !foreign_.has_value()) {
+        foreign_ = tensor.device();
+      }
+    } else if (!host_accepted && !foreign_.has_value()) {
+      foreign_ = tensor.device();
+    }
+  }
+
   std::optional<c10::Device> device_;
   std::optional<c10::Device> foreign_;
 };
