@@ -224,7 +224,7 @@ def print_summary(report, output):
         counts = ", ".join(f"{summary[status]} {status}" for status in UPSTREAM_STATUSES)
         print(
             f"upstream tests: {summary['tests']} in {summary['files']} files ({counts}); pass rate "
-            f"{summary['pass_rate_non_skipped']}% of not skipped"
+            f"{summary['pass_rate_non_skipped']}% of those neither skipped nor failing on the CPU too"
         )
     print(f"report: {os.path.join(output, 'report.html')} and {os.path.join(output, 'results.json')}")
 

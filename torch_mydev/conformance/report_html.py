@@ -24,6 +24,7 @@ UPSTREAM_COLORS = {
     "fail": "#f9a825",
     "error": "#c62828",
     "unexpected_success": "#7b1fa2",
+    "fails_on_cpu_too": "#bcaaa4",
     "skipped": "#9e9e9e",
     "crash": "#3e2723",
     "timeout": "#1565c0",
@@ -245,10 +246,12 @@ def _upstream_section(upstream):
         "<h2>PyTorch's device-generic tests</h2>",
         "<p>Upstream test files run under pytest with <code>PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1</code>, so "
         "<code>instantiate_device_type_tests</code> runs their device variants on mydev through "
-        f"<code>PrivateUse1TestBase</code>. {summary['tests']} tests in {summary['files']} files; pass rate "
-        f"{_percent(summary['pass_rate_non_skipped'])} of the tests not skipped (expected failures count as "
-        "passing).</p>",
-        f"<table><thead><tr><th>file</th><th>tests</th>{header}<th>pass rate, not skipped</th></tr></thead>"
+        f"<code>PrivateUse1TestBase</code>, and their CPU twins as the reference. {summary['tests']} mydev tests in "
+        f"{summary['files']} files ({summary['cpu_twins_run']} CPU twins); pass rate "
+        f"{_percent(summary['pass_rate_non_skipped'])} of the tests neither skipped nor failing on the CPU too "
+        "(expected failures count as passing). A test that fails on the CPU as well does not match the installed "
+        "torch, or tests something broken upstream: it is listed, but it is not held against the device.</p>",
+        f"<table><thead><tr><th>file</th><th>tests</th>{header}<th>pass rate</th></tr></thead>"
         f'<tbody>{"".join(rows)}</tbody><tfoot><tr><th>all</th><th>{summary["tests"]}</th>{totals}'
         f'<th>{_percent(summary["pass_rate_non_skipped"])}</th></tr></tfoot></table>',
         "<h3>Tests that did not pass</h3>",

@@ -3,9 +3,13 @@
 PyTorch's test files are not part of the torch wheel; a vendor points the kit
 at a PyTorch source checkout (``--upstream-tests path/to/pytorch/test``) or at
 individual files. Each file runs under pytest in a subprocess with
-``PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1``, so that
-``instantiate_device_type_tests`` instantiates only the mydev variants
-(``TestFooPRIVATEUSE1.test_bar_mydev``). The plugin in upstream_plugin.py skips
+``PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu,privateuse1``, so that
+``instantiate_device_type_tests`` instantiates the mydev variants
+(``TestFooPRIVATEUSE1.test_bar_mydev``) and their CPU twins
+(``TestFooCPU.test_bar_cpu``). A mydev test that fails while its CPU twin
+fails too is reported as ``fails_on_cpu_too``: the test file does not match
+the installed torch (or tests something broken upstream), which is no defect
+of the device. The plugin in upstream_plugin.py skips
 the tests of the mydev skip list (upstream_skips.py: every entry has a
 reason) and records each test's outcome as it happens. A test that crashes the
 process or runs past the timeout is recorded as ``crash`` or ``timeout``, and
@@ -18,6 +22,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+
+import torch
 
 from .upstream_skips import UPSTREAM_SKIPS
 
@@ -36,8 +42,13 @@ DEFAULT_FILES = (
     "test_torch.py",
 )
 
-STATUSES = ("pass", "expected_failure", "fail", "error", "unexpected_success", "skipped", "crash", "timeout")
+STATUSES = (
+    "pass", "expected_failure", "fail", "error", "unexpected_success", "fails_on_cpu_too", "skipped", "crash", "timeout",
+)
 PASSING = ("pass", "expected_failure")
+NOT_COUNTED = ("skipped", "fails_on_cpu_too")  # left out of the pass rate's denominator
+FAILING = ("fail", "error", "unexpected_success", "crash", "timeout")
+CPU_CLASS_SUFFIX, DEVICE_CLASS_SUFFIX = "CPU::", "PRIVATEUSE1::"
 MAX_RESTARTS = 50
 POLL_SECONDS = 0.5
 LOG_TAIL_CHARACTERS = 2000
@@ -94,7 +105,7 @@ class FileRun:
     def environment(self):
         env = dict(os.environ)
         env.update({
-            "PYTORCH_TESTING_DEVICE_ONLY_FOR": "privateuse1",
+            "PYTORCH_TESTING_DEVICE_ONLY_FOR": "cpu,privateuse1",
             "MYDEV_UPSTREAM_EVENTS": self.events_path,
             "MYDEV_UPSTREAM_DONE": self.done_path,
             "MYDEV_UPSTREAM_SKIPS": self.skips_path,
@@ -162,19 +173,50 @@ class FileRun:
         with open(self.log_path, errors="replace") as log:
             return log.read()[-LOG_TAIL_CHARACTERS:].strip()
 
+    def device_outcomes(self):
+        """The mydev tests' outcomes, failures whose CPU twin failed too marked ``fails_on_cpu_too``."""
+        cpu_failures = {
+            device_twin(test): outcome for test, outcome in self.outcomes.items()
+            if CPU_CLASS_SUFFIX in test and outcome["status"] in FAILING
+        }
+        device = {}
+        for test, outcome in self.outcomes.items():
+            if DEVICE_CLASS_SUFFIX not in test:
+                continue
+            cpu = cpu_failures.get(test)
+            if outcome["status"] in FAILING and cpu is not None:
+                outcome = {**outcome, "status": "fails_on_cpu_too",
+                           "message": f"{outcome['message']}\n(on the CPU: {cpu['message']})"}
+            device[test] = outcome
+        return device
+
     def summary(self):
-        counts = Counter(outcome["status"] for outcome in self.outcomes.values())
-        tests = len(self.outcomes)
-        passing = sum(counts[status] for status in PASSING)
-        not_skipped = tests - counts["skipped"]
+        device = self.device_outcomes()
+        counts = Counter(outcome["status"] for outcome in device.values())
         return {
             "file": self.path,
-            "tests": tests,
+            "tests": len(device),
             **{status: counts[status] for status in STATUSES},
-            "pass_rate_non_skipped": round(100.0 * passing / not_skipped, 2) if not_skipped else None,
+            "pass_rate_non_skipped": _rate(counts, len(device)),
+            "cpu_twins_run": sum(CPU_CLASS_SUFFIX in test for test in self.outcomes),
             "processes": self.processes,
             "problem": self.problem,
         }
+
+
+def device_twin(cpu_test):
+    """The mydev test instantiated from the same template as a CPU test: the class suffix and the device
+    token, which is the last ``_cpu`` of the name (only dtype suffixes follow it)."""
+    path, test_class, name = cpu_test.split("::")
+    head, _, tail = name.rpartition("_cpu")
+    device = torch._C._get_privateuse1_backend_name()
+    return f"{path}::{test_class[: -len('CPU')]}PRIVATEUSE1::{head}_{device}{tail}"
+
+
+def _rate(counts, tests):
+    passing = sum(counts[status] for status in PASSING)
+    counted = tests - sum(counts[status] for status in NOT_COUNTED)
+    return round(100.0 * passing / counted, 2) if counted else None
 
 
 class EventReader:
@@ -211,20 +253,20 @@ def run_upstream_tests(paths, output_dir, timeout=600.0, skips=None, progress=No
         run = FileRun(path, work_dir, skips, timeout)
         if progress is not None:
             progress.begin(run.name)
-        run.run(lambda outcome: progress.finish(outcome["status"]) if progress is not None else None)
+        run.run(lambda outcome: progress.finish(outcome["status"])
+                if progress is not None and DEVICE_CLASS_SUFFIX in outcome["test"] else None)
         summaries.append(run.summary())
-        not_passing += [outcome for outcome in run.outcomes.values() if outcome["status"] not in PASSING]
+        not_passing += [outcome for outcome in run.device_outcomes().values() if outcome["status"] not in PASSING]
     return {"files": summaries, "summary": _total(summaries), "not_passing": not_passing, "skip_list": skips}
 
 
 def _total(summaries):
-    total = {status: sum(summary[status] for summary in summaries) for status in STATUSES}
+    counts = Counter({status: sum(summary[status] for summary in summaries) for status in STATUSES})
     tests = sum(summary["tests"] for summary in summaries)
-    passing = sum(total[status] for status in PASSING)
-    not_skipped = tests - total["skipped"]
     return {
         "files": len(summaries),
         "tests": tests,
-        **total,
-        "pass_rate_non_skipped": round(100.0 * passing / not_skipped, 2) if not_skipped else None,
+        **{status: counts[status] for status in STATUSES},
+        "pass_rate_non_skipped": _rate(counts, tests),
+        "cpu_twins_run": sum(summary["cpu_twins_run"] for summary in summaries),
     }
