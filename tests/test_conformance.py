@@ -134,12 +134,16 @@ from torch.testing._internal.common_utils import TestCase
 class TestSample(TestCase):
     def test_passes(self, device):
         self.assertEqual((torch.ones(3, device=device) + 1).cpu(), torch.full((3,), 2.0))
-    def test_fails(self, device):
+    def test_fails_on_the_device(self, device):
+        self.assertEqual(torch.device(device).type, "cpu")
+    def test_fails_everywhere(self, device):
         self.assertEqual(torch.ones(3, device=device).cpu(), torch.zeros(3))
     def test_crashes(self, device):
-        os.kill(os.getpid(), signal.SIGSEGV)
+        if self.device_type != "cpu":
+            os.kill(os.getpid(), signal.SIGSEGV)
     def test_hangs(self, device):
-        time.sleep(600)
+        if self.device_type != "cpu":
+            time.sleep(600)
     def test_runs_after_the_crash(self, device):
         self.assertEqual(torch.arange(4, device=device).sum().item(), 6)
     def test_on_the_skip_list(self, device):
@@ -175,7 +179,8 @@ class TestConformanceUpstream(TestCase):
         self.assertEqual(
             {name: o["status"] for name, o in outcomes.items()},
             {
-                "test_fails_mydev": "fail",
+                "test_fails_on_the_device_mydev": "fail",
+                "test_fails_everywhere_mydev": "fails_on_cpu_too",
                 "test_crashes_mydev": "crash",
                 "test_hangs_mydev": "timeout",
                 "test_on_the_skip_list_mydev": "skipped",
@@ -184,14 +189,17 @@ class TestConformanceUpstream(TestCase):
         )
         self.assertIn("SIGSEGV", outcomes["test_crashes_mydev"]["message"])
         self.assertEqual(outcomes["test_on_the_skip_list_mydev"]["message"], "mydev skip list: a reason")
-        self.assertIn("Tensor-likes are not close", outcomes["test_fails_mydev"]["message"])
+        self.assertIn("'mydev' != 'cpu'", outcomes["test_fails_on_the_device_mydev"]["message"])
+        self.assertIn("on the CPU: AssertionError: Tensor-likes are not close",
+                      outcomes["test_fails_everywhere_mydev"]["message"])
         file = upstream["files"][0]
-        self.assertEqual((file["tests"], file["pass"], file["expected_failure"]), (8, 2, 1))
+        self.assertEqual((file["tests"], file["pass"], file["expected_failure"], file["cpu_twins_run"]), (9, 2, 1, 9))
         self.assertEqual(file["processes"], 3)  # the crash and the timeout each cost a restart
+        # 3 passing (one an expected failure) of the 6 neither skipped nor failing on the CPU too.
         self.assertEqual(upstream["summary"]["pass_rate_non_skipped"], 50.0)
 
     def test_kit_reports_upstream_tests(self):
-        passing_only = DEVICE_GENERIC_TESTS.split("    def test_fails")[0] + "\ninstantiate_device_type_tests(TestSample, globals())\n"
+        passing_only = DEVICE_GENERIC_TESTS.split("    def test_fails_on_the_device")[0] + "\ninstantiate_device_type_tests(TestSample, globals())\n"
         with tempfile.TemporaryDirectory(prefix="upstream-") as directory:
             path = self.write_test_file(directory, passing_only)
             process = run_kit("--upstream-tests", path, "--upstream-only", "--fail-under", "100", "--output", directory)
