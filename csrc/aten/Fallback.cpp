@@ -392,11 +392,18 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
       meta_stack.push_back(value);
     }
   }
+  // Warnings of a successful Meta pass are the call's warnings (ATen's CPU
+  // kernel raises the same ones while validating, such as uint8 indices being
+  // deprecated): issued now, and dropped from the kernel. When the Meta pass
+  // fails, the CPU kernel runs synchronously and issues them itself.
+  RecordedWarnings meta_warnings;
   try {
+    c10::WarningUtils::WarningHandlerGuard recording(&meta_warnings);
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
   } catch (const std::exception&) {
     return false;  // no usable Meta kernel, or data-dependent: the CPU kernel decides
   }
+  meta_warnings.issue();
 
   std::vector<FreshOutput> fresh;
   std::vector<c10::IValue> results;
@@ -420,7 +427,8 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   // Slots are taken after out= arguments were resized, so the kernel sees their final geometry.
   auto slots = argumentSlots(schema, args, device);
   launchKernel(kernelName(op).c_str(), stream,
-               [op, slots = std::move(slots), fresh = std::move(fresh)] {
+               [op, slots = std::move(slots), fresh = std::move(fresh), issued = meta_warnings.messages()] {
+                 IssuedWarningsDropped dropped(issued);
                  KernelMemory memory;
                  torch::jit::Stack cpu = cpuStack(slots, memory, /*resizable_outputs=*/false);
                  std::vector<std::pair<at::Tensor, const DeviceTensorRef*>> mutated;
@@ -533,6 +541,7 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
     }
   });
   stream.synchronize();
+  reissueKernelWarnings();  // the caller waited: the kernel's warnings belong to this call
   if (outcome->error) {
     std::rethrow_exception(outcome->error);
   }

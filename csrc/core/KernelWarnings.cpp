@@ -1,5 +1,6 @@
 #include "KernelWarnings.h"
 
+#include <algorithm>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -41,6 +42,37 @@ void reissueKernelWarnings() {
   for (const c10::Warning& warning : pending) {
     c10::warn(warning);
   }
+}
+
+void RecordedWarnings::issue() const {
+  for (const c10::Warning& warning : warnings_) {
+    c10::warn(warning);
+  }
+}
+
+std::vector<std::string> RecordedWarnings::messages() const {
+  std::vector<std::string> messages;
+  messages.reserve(warnings_.size());
+  for (const c10::Warning& warning : warnings_) {
+    messages.push_back(warning.msg());
+  }
+  return messages;
+}
+
+IssuedWarningsDropped::IssuedWarningsDropped(std::vector<std::string> issued)
+    : issued_(std::move(issued)), next_(c10::WarningUtils::get_warning_handler()) {
+  c10::WarningUtils::set_warning_handler(this);
+}
+
+IssuedWarningsDropped::~IssuedWarningsDropped() { c10::WarningUtils::set_warning_handler(next_); }
+
+void IssuedWarningsDropped::process(const c10::Warning& warning) {
+  auto match = std::find(issued_.begin(), issued_.end(), warning.msg());
+  if (match != issued_.end()) {
+    issued_.erase(match);
+    return;
+  }
+  next_->process(warning);
 }
 
 }  // namespace torch_mydev

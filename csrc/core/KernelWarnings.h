@@ -8,6 +8,9 @@
 
 #include <c10/util/Exception.h>
 
+#include <string>
+#include <vector>
+
 namespace torch_mydev {
 
 // Collects the warnings of the current thread while alive (used around the
@@ -25,5 +28,36 @@ class KernelWarningCollector {
 
 // Issues every collected warning on the calling thread, oldest first.
 void reissueKernelWarnings();
+
+// A kernel's host half often raises the warnings its CPU kernel raises again
+// on the worker (ATen's CPU functions validate and warn before they compute:
+// uint8 indices are deprecated, ...). The host half records its warnings, to
+// issue them at the call, and the kernel drops its copies of them.
+class RecordedWarnings final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& warning) override { warnings_.push_back(warning); }
+  // Issues the recorded warnings through the calling thread's handler.
+  void issue() const;
+  std::vector<std::string> messages() const;
+  bool empty() const { return warnings_.empty(); }
+
+ private:
+  std::vector<c10::Warning> warnings_;
+};
+
+// On the worker, while alive: passes on every warning but one copy of each
+// message in `issued`.
+class IssuedWarningsDropped final : public c10::WarningHandler {
+ public:
+  explicit IssuedWarningsDropped(std::vector<std::string> issued);
+  ~IssuedWarningsDropped() override;
+  IssuedWarningsDropped(const IssuedWarningsDropped&) = delete;
+  IssuedWarningsDropped& operator=(const IssuedWarningsDropped&) = delete;
+  void process(const c10::Warning& warning) override;
+
+ private:
+  std::vector<std::string> issued_;
+  c10::WarningHandler* next_;
+};
 
 }  // namespace torch_mydev

@@ -47,7 +47,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_STRUCTURED_OUT(m, "index_add.out", structured_index_add, &at::cpu::index_add_outf);
   MYDEV_STRUCTURED_OUT(m, "index_copy.out", structured_index_copy, &at::cpu::index_copy_outf);
   MYDEV_STRUCTURED_OUT(m, "index_reduce.out", structured_index_reduce, &at::cpu::index_reduce_outf);
-  MYDEV_STRUCTURED_OUT(m, "index.Tensor_out", structured_index_Tensor, &at::cpu::index_outf);
+  MYDEV_STRUCTURED(m, "index.Tensor", "index.Tensor_out", structured_index_Tensor, &at::cpu::index_outf);
   MYDEV_STRUCTURED_OUT(m, "cat.out", structured_cat, &at::cpu::cat_outf);
   MYDEV_STRUCTURED_OUT(m, "sort.values_stable", structured_sort_stable, static_cast<SortStableOut>(&at::cpu::sort_outf));
   MYDEV_STRUCTURED_OUT(m, "topk.values", structured_topk, static_cast<TopkOut>(&at::cpu::topk_outf));

@@ -3,6 +3,11 @@
 // CUDA), makes that device current and picks its current stream; launch()
 // then queues the kernel body on that stream, to run later on the stream's
 // worker over CPU aliases of device memory (KernelArguments.h).
+//
+// Warnings raised on the calling thread between construction and launch (by
+// the operator's meta function or checks) are the call's warnings: they are
+// issued at launch (or when the call fails), and the kernel body drops its
+// own copies of them, which ATen's CPU function raises again as it validates.
 #pragma once
 
 #include "KernelArguments.h"
@@ -61,7 +66,13 @@ class NativeCall {
   template <typename... Args>
   explicit NativeCall(const char* name, const Args&... args)
       : name_(name), device_(resolveDeviceOf(name, args...)), on_device_(device_),
-        stream_(getCurrentMydevStream(device_)) {}
+        stream_(getCurrentMydevStream(device_)), caller_warnings_(c10::WarningUtils::get_warning_handler()) {
+    c10::WarningUtils::set_warning_handler(&host_warnings_);
+  }
+
+  ~NativeCall() { issueHostWarnings(); }
+  NativeCall(const NativeCall&) = delete;
+  NativeCall& operator=(const NativeCall&) = delete;
 
   c10::DeviceIndex device() const { return device_; }
   const MydevStream& stream() const { return stream_; }
@@ -69,12 +80,21 @@ class NativeCall {
   // Queues body(KernelArgument<Args>::use(...)...) on the stream. The body
   // runs ATen's CPU kernel; its exceptions fail the kernel (KernelLaunch.h).
   template <typename... Args, typename Body>
-  void launch(Body body, const Args&... args) const {
-    launchKernel(name_, stream_,
-                 [body, captured = std::make_tuple(KernelArgument<std::decay_t<Args>>::capture(args)...)] {
-                   KernelMemory memory;
-                   callWith<Args...>(body, captured, memory, std::index_sequence_for<Args...>{});
-                 });
+  void launch(Body body, const Args&... args) {
+    auto captured = std::make_tuple(KernelArgument<std::decay_t<Args>>::capture(args)...);
+    issueHostWarnings();
+    if (host_warnings_.empty()) {
+      launchKernel(name_, stream_, [body, captured = std::move(captured)] {
+        KernelMemory memory;
+        callWith<Args...>(body, captured, memory, std::index_sequence_for<Args...>{});
+      });
+      return;
+    }
+    launchKernel(name_, stream_, [body, captured = std::move(captured), issued = host_warnings_.messages()] {
+      IssuedWarningsDropped dropped(issued);
+      KernelMemory memory;
+      callWith<Args...>(body, captured, memory, std::index_sequence_for<Args...>{});
+    });
   }
 
  private:
@@ -91,10 +111,20 @@ class NativeCall {
     body(KernelArgument<std::decay_t<Args>>::use(std::get<I>(captured), memory)...);
   }
 
+  void issueHostWarnings() {
+    if (caller_warnings_ != nullptr) {
+      c10::WarningUtils::set_warning_handler(caller_warnings_);
+      caller_warnings_ = nullptr;
+      host_warnings_.issue();
+    }
+  }
+
   const char* name_;
   c10::DeviceIndex device_;
   ScopedDevice on_device_;
   MydevStream stream_;
+  RecordedWarnings host_warnings_;
+  c10::WarningHandler* caller_warnings_;  // null once restored
 };
 
 // On the worker: copies each defined result of a CPU function that allocates

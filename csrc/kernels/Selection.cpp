@@ -1,8 +1,8 @@
 // Native kernels of selection operators that are not structured: where,
 // index_select and embedding_dense_backward (embedding's forward and
-// backward), masked_fill_, and relu (which ATen's CPU backend also computes
-// as clamp_min). Shape and argument checks run on the calling thread, as on
-// CPU, before the kernel is queued.
+// backward), masked_fill_, index_fill_, and relu (which ATen's CPU backend
+// also computes as clamp_min). Shape and argument checks run on the calling
+// thread, as on CPU, before the kernel is queued.
 #include "NativeCall.h"
 
 #include <ATen/CPUFunctions.h>
@@ -36,7 +36,7 @@ at::DimVector whereShape(const Tensor& condition, const Tensor& self, const Tens
   return at::infer_size_dimvector(condition.sizes(), at::infer_size_dimvector(self.sizes(), other.sizes()));
 }
 
-void queueWhere(const NativeCall& call, const Tensor& condition, const Tensor& self, const Tensor& other,
+void queueWhere(NativeCall& call, const Tensor& condition, const Tensor& self, const Tensor& other,
                 Tensor& out) {
   at::native::resize_output(out, whereShape(condition, self, other));
   call.launch([](const Tensor& condition, const Tensor& self, const Tensor& other,
@@ -134,6 +134,39 @@ Tensor& maskedFillTensor(Tensor& self, const Tensor& mask, const Tensor& value) 
   return self;
 }
 
+// ATen's CPU checks of index_fill_, which its Meta kernel skips (a complex
+// value for a real tensor would otherwise fail only on the stream).
+void checkIndexFill(const Tensor& self, int64_t dim, const Tensor& index, bool complex_value) {
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
+  at::assert_no_overlap(self, index);
+  if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
+    TORCH_WARN("Use of index_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing "
+               "this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar");
+  }
+  TORCH_CHECK(self.is_complex() || !complex_value,
+              "index_fill_(): Converting complex Scalar to non-complex type is not supported");
+  c10::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(index.dim() <= 1, "Index has to be a vector/scalar");
+}
+
+Tensor& indexFillScalar(Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  NativeCall call("aten::index_fill_.int_Scalar", self, index);
+  checkIndexFill(self, dim, index, value.isComplex());
+  call.launch([dim](Tensor self, const Tensor& index, const Scalar& value) { at::cpu::index_fill_(self, dim, index, value); },
+              self, index, value);
+  return self;
+}
+
+Tensor& indexFillTensor(Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
+  NativeCall call("aten::index_fill_.int_Tensor", self, index, value);
+  TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  checkIndexFill(self, dim, index, value.is_complex());
+  call.launch([dim](Tensor self, const Tensor& index, const Tensor& value) { at::cpu::index_fill_(self, dim, index, value); },
+              self, index, value);
+  return self;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -146,6 +179,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("embedding_dense_backward", TORCH_FN(embeddingDenseBackward));
   m.impl("masked_fill_.Scalar", TORCH_FN(maskedFillScalar));
   m.impl("masked_fill_.Tensor", TORCH_FN(maskedFillTensor));
+  m.impl("index_fill_.int_Scalar", TORCH_FN(indexFillScalar));
+  m.impl("index_fill_.int_Tensor", TORCH_FN(indexFillTensor));
 }
 
 }  // namespace torch_mydev::native

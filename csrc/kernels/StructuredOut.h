@@ -180,7 +180,7 @@ struct FunctionalKernel<Meta, CpuOutf, Name, NumOutputs, std::tuple<Inputs...>> 
 
  private:
   template <size_t... Out>
-  static FunctionalResult<NumOutputs> launchAndReturn(const NativeCall& native,
+  static FunctionalResult<NumOutputs> launchAndReturn(NativeCall& native,
                                                       std::array<at::Tensor, NumOutputs>& outputs,
                                                       std::index_sequence<Out...>, Inputs... inputs) {
     native.launch(
