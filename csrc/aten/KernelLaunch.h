@@ -14,6 +14,7 @@
 #include "../core/KernelWarnings.h"
 #include "../core/Stream.h"
 
+#include <ATen/Context.h>
 #include <c10/util/Exception.h>
 
 #include <exception>
@@ -49,12 +50,21 @@ void releaseKernelClosure(void* args) {
 
 }  // namespace detail
 
+// ATen's CPU kernels read torch.use_deterministic_algorithms' process-wide
+// flag when they run, which for a queued kernel could be after the program
+// changed it. While the flag is on, kernels therefore run before the launch
+// returns (a kernel queued while it is off and run after it was turned on
+// takes a deterministic path, which is a valid result).
 template <typename F>
 void launchKernel(const char* name, const MydevStream& stream, F&& body) {
   using Body = std::decay_t<F>;
   auto* closure = new detail::KernelClosure<Body>{std::forward<F>(body)};
   MYDEV_CHECK(mydevLaunchKernel(name, &detail::runKernelClosure<Body>, closure,
                                 &detail::releaseKernelClosure<Body>, stream.handle()));
+  if (at::globalContext().deterministicAlgorithms()) {
+    stream.synchronize();
+    reissueKernelWarnings();
+  }
 }
 
 }  // namespace torch_mydev
