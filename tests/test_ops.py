@@ -8,7 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
-from torch.testing._internal.common_utils import parametrize, run_tests, set_warn_always_context, TestCase
+from torch.testing._internal.common_utils import (
+    DeterministicGuard,
+    parametrize,
+    run_tests,
+    set_warn_always_context,
+    TestCase,
+)
 
 from helpers import run_python
 from torch_mydev.ops import fallback_policy
@@ -268,6 +274,68 @@ class TestMydevOps(TestCase):
             with self.assertRaisesRegex(NotImplementedError, "quantize_per_tensor returns a quantized tensor"):
                 torch.quantize_per_tensor(x, 0.1, 5, torch.quint8)
         self.assertEqual(x.sum().item(), 15.0)  # nothing pending on the stream
+
+    def test_uint8_mask_warns_once_at_the_call(self, device):
+        values = torch.arange(12.0, device=device).view(4, 3)
+        mask = torch.tensor([1, 0, 1, 1], dtype=torch.uint8, device=device)
+        for name, call in [
+            ("index", lambda: values[mask]),
+            ("index_put_", lambda: values.index_put_((mask,), torch.ones(3, 3, device=device), accumulate=True)),
+            ("setitem", lambda: values.__setitem__(mask, torch.zeros(3, device=device))),
+        ]:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                call()
+                self.assertEqual(len(caught), 1, msg=name)
+            self.assertIn("uint8 is now deprecated", str(caught[0].message))
+        torch.mydev.synchronize()
+        expected = torch.arange(12.0).view(4, 3)
+        expected[torch.tensor([True, False, True, True])] = 0
+        self.assertEqual(values.cpu(), expected)
+
+    def test_index_put_checks_shapes_at_the_call(self, device):
+        x = torch.zeros(4, 3, device=device)
+        index = torch.tensor([0, 2], device=device)
+        with self.assertRaisesRegex(RuntimeError, r"shape mismatch: value tensor of shape \[5, 1, 3\] cannot be "
+                                                  r"broadcast to indexing result of shape \[2, 3\]"):
+            x[index] = torch.ones(5, 1, 3, device=device)
+        with self.assertRaisesRegex(IndexError, "too many indices for tensor of dimension 2"):
+            x.index_put_((index, index, index), torch.ones(2, device=device))
+        with self.assertRaisesRegex(IndexError, "indexing tensors could not be broadcast together"):
+            x.index_put_((index, torch.tensor([0, 1, 2], device=device)), torch.ones(1, device=device))
+        with self.assertRaisesRegex(RuntimeError, "Index put requires the source and destination dtypes match"):
+            x[index] = torch.ones(2, 3, device=device, dtype=torch.float64)
+        with self.assertRaises(RuntimeError):
+            torch.rand([], device=device).index_put([], torch.tensor([1.0], device=device), True)
+        torch.mydev.synchronize()  # nothing failed on the stream
+        # Non-adjacent indices move the indexed dimension to the front, as on the CPU.
+        cube, cpu_cube = torch.zeros(2, 3, 4, device=device), torch.zeros(2, 3, 4)
+        i, k = torch.tensor([0, 1]), torch.tensor([3, 0])
+        cube[i.to(device), :, k.to(device)] = torch.arange(6.0, device=device).view(2, 3)
+        cpu_cube[i, :, k] = torch.arange(6.0).view(2, 3)
+        self.assertEqual(cube.cpu(), cpu_cube)
+
+    def test_index_fill_checks_its_value_at_the_call(self, device):
+        x = torch.tensor([[1.0, 2.0], [4.0, 5.0]], device=device)
+        index = torch.tensor([0], device=device)
+        with self.assertRaisesRegex(RuntimeError, "Converting complex Scalar to non-complex type"):
+            x.index_fill_(1, index, 1 + 1j)
+        with self.assertRaisesRegex(IndexError, "Expected dtype int64 for index"):
+            x.index_fill_(1, index.int(), 0)
+        x.index_fill_(1, index, torch.tensor(-1.0, device=device))
+        self.assertEqual(x.cpu(), torch.tensor([[-1.0, 2.0], [-1.0, 5.0]]))
+        scalar = torch.tensor(1.0, device=device)
+        self.assertEqual(scalar.index_fill(0, index, -1).dim(), 0)
+
+    def test_deterministic_mode_applies_to_the_kernels_queued_under_it(self, device):
+        # Duplicate indices: the deterministic index_copy keeps the last source row, as on the CPU.
+        generator = torch.Generator().manual_seed(0)
+        x, source = torch.zeros(50, 3), torch.rand(400, 3, generator=generator)
+        index = torch.randint(50, (400,), generator=generator)
+        with DeterministicGuard(True):
+            expected = torch.index_copy(x, 0, index, source)
+            actual = torch.index_copy(x.to(device), 0, index.to(device), source.to(device))
+        self.assertEqual(actual.cpu(), expected, atol=0, rtol=0)
 
     def test_dropout_uses_the_device_generator(self, device):
         x = torch.randn(1000)
