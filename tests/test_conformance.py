@@ -212,6 +212,15 @@ class TestConformanceUpstream(TestCase):
         self.assertEqual(report["results"], [])
         self.assertIn("upstream tests: 1 in 1 files", process.stdout)
 
+    def test_a_file_that_cannot_be_collected_is_reported(self):
+        with tempfile.TemporaryDirectory(prefix="upstream-") as directory:
+            path = self.write_test_file(directory, "from torch.testing._internal.common_utils import no_such_helper\n")
+            upstream = run_upstream_tests([path], os.path.join(directory, "out"))
+        file = upstream["files"][0]
+        self.assertEqual(file["tests"], 0)
+        self.assertIn("error while collecting", file["problem"])
+        self.assertIn("no_such_helper", file["problem"])
+
     def test_missing_upstream_path_is_a_usage_error(self):
         process = run_kit("--upstream-tests", "/nonexistent/test", "--upstream-only")
         self.assertEqual(process.returncode, 2)

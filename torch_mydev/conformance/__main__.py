@@ -226,6 +226,9 @@ def print_summary(report, output):
             f"upstream tests: {summary['tests']} in {summary['files']} files ({counts}); pass rate "
             f"{summary['pass_rate_non_skipped']}% of those neither skipped nor failing on the CPU too"
         )
+        for file in report["upstream"]["files"]:
+            if file["problem"]:
+                print(f"upstream {os.path.basename(file['file'])}: {file['problem'].splitlines()[0]}")
     print(f"report: {os.path.join(output, 'report.html')} and {os.path.join(output, 'results.json')}")
 
 

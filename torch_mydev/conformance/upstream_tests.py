@@ -49,6 +49,13 @@ PASSING = ("pass", "expected_failure")
 NOT_COUNTED = ("skipped", "fails_on_cpu_too")  # left out of the pass rate's denominator
 FAILING = ("fail", "error", "unexpected_success", "crash", "timeout")
 CPU_CLASS_SUFFIX, DEVICE_CLASS_SUFFIX = "CPU::", "PRIVATEUSE1::"
+# pytest's exit statuses that mean the file did not run as it should.
+PYTEST_PROBLEMS = {
+    2: "interrupted, usually by an error while collecting the tests (an import of a name this torch lacks?)",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests collected: the file instantiates no device-generic tests for privateuse1",
+}
 MAX_RESTARTS = 50
 POLL_SECONDS = 0.5
 LOG_TAIL_CHARACTERS = 2000
@@ -127,8 +134,9 @@ class FileRun:
             process = subprocess.Popen(self.command(), cwd=os.path.dirname(self.path), env=self.environment(),
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         reader = EventReader(self.events_path)
-        running, started, finished = None, time.monotonic(), False
+        running, started, exit_status = None, time.monotonic(), None
         while True:
+            code = process.poll()
             for event in reader.new_events():
                 if event["event"] == "start":
                     running, started = event["nodeid"], time.monotonic()
@@ -136,15 +144,8 @@ class FileRun:
                     self._record(event, on_outcome)
                     running = None
                 elif event["event"] == "finished":
-                    finished = True
-            code = process.poll()
+                    exit_status = event["exitstatus"]
             if code is not None:
-                for event in reader.new_events():
-                    if event["event"] == "outcome":
-                        self._record(event, on_outcome)
-                        running = None
-                    elif event["event"] == "finished":
-                        finished = True
                 break
             if running is not None and time.monotonic() - started > self.timeout:
                 os.killpg(process.pid, signal.SIGKILL)
@@ -157,8 +158,10 @@ class FileRun:
             self._record({"nodeid": running, "status": "crash",
                           "message": f"the test process died ({how}); log: {self.log_path}"}, on_outcome)
             return False
-        if not finished:
+        if exit_status is None:
             self.problem = f"pytest ended with exit status {code} before running tests: {self._log_tail()}"
+        elif exit_status in PYTEST_PROBLEMS:
+            self.problem = f"pytest: {PYTEST_PROBLEMS[exit_status]} (exit status {exit_status}): {self._log_tail()}"
         return True
 
     def _record(self, event, on_outcome):
