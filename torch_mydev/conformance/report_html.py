@@ -246,8 +246,8 @@ def _upstream_section(upstream):
         "<h2>PyTorch's device-generic tests</h2>",
         "<p>Upstream test files run under pytest with <code>PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1</code>, so "
         "<code>instantiate_device_type_tests</code> runs their device variants on mydev through "
-        f"<code>PrivateUse1TestBase</code>, and their CPU twins as the reference. {summary['tests']} mydev tests in "
-        f"{summary['files']} files ({summary['cpu_twins_run']} CPU twins); pass rate "
+        f"<code>PrivateUse1TestBase</code>; the CPU twins of those that failed ran as the reference. "
+        f"{summary['tests']} mydev tests in {summary['files']} files ({summary['cpu_twins_run']} CPU twins); pass rate "
         f"{_percent(summary['pass_rate_non_skipped'])} of the tests neither skipped nor failing on the CPU too "
         "(expected failures count as passing). A test that fails on the CPU as well does not match the installed "
         "torch, or tests something broken upstream: it is listed, but it is not held against the device.</p>",

@@ -2,7 +2,9 @@
 
 It reads its instructions from environment variables the runner sets:
 ``MYDEV_UPSTREAM_SKIPS`` (a JSON file: ``{pattern: reason}``; tests whose node id
-matches a pattern are skipped with that reason), ``MYDEV_UPSTREAM_DONE`` (a
+matches a pattern are skipped with that reason), ``MYDEV_UPSTREAM_SELECT``
+(optional: a file with one node id per line, the only tests to run),
+``MYDEV_UPSTREAM_DONE`` (a
 file with one node id per line: tests an earlier process of the same run
 finished or crashed on, deselected here), and ``MYDEV_UPSTREAM_EVENTS`` (a
 file this plugin appends to: a JSON line when a test starts and one with its
@@ -28,10 +30,10 @@ def _load_skips():
         return json.load(file)
 
 
-def _load_done():
-    path = os.environ.get("MYDEV_UPSTREAM_DONE")
+def _load_node_ids(variable):
+    path = os.environ.get(variable)
     if not path or not os.path.exists(path):
-        return set()
+        return None
     with open(path) as file:
         return {line.strip() for line in file if line.strip()}
 
@@ -39,7 +41,8 @@ def _load_done():
 class UpstreamRecorder:
     def __init__(self):
         self.skips = _load_skips()
-        self.done = _load_done()
+        self.done = _load_node_ids("MYDEV_UPSTREAM_DONE") or set()
+        self.selected = _load_node_ids("MYDEV_UPSTREAM_SELECT")
         self.events = open(os.environ["MYDEV_UPSTREAM_EVENTS"], "a")
         self.failed_phase = {}
 
@@ -57,7 +60,8 @@ class UpstreamRecorder:
     def pytest_collection_modifyitems(self, config, items):
         kept, finished = [], []
         for item in items:
-            (finished if item.nodeid in self.done else kept).append(item)
+            left_out = item.nodeid in self.done or (self.selected is not None and item.nodeid not in self.selected)
+            (finished if left_out else kept).append(item)
             reason = self.skip_reason(item.nodeid)
             if reason is not None:
                 item.add_marker(pytest.mark.skip(reason=SKIP_PREFIX + reason))

@@ -3,13 +3,13 @@
 PyTorch's test files are not part of the torch wheel; a vendor points the kit
 at a PyTorch source checkout (``--upstream-tests path/to/pytorch/test``) or at
 individual files. Each file runs under pytest in a subprocess with
-``PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu,privateuse1``, so that
+``PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1``, so that
 ``instantiate_device_type_tests`` instantiates the mydev variants
-(``TestFooPRIVATEUSE1.test_bar_mydev``) and their CPU twins
-(``TestFooCPU.test_bar_cpu``). A mydev test that fails while its CPU twin
-fails too is reported as ``fails_on_cpu_too``: the test file does not match
-the installed torch (or tests something broken upstream), which is no defect
-of the device. The plugin in upstream_plugin.py skips
+(``TestFooPRIVATEUSE1.test_bar_mydev``). Then the CPU twins of the mydev tests
+that failed (``TestFooCPU.test_bar_cpu``) run in a second pass: a mydev test
+that fails while its CPU twin fails too is reported as ``fails_on_cpu_too``:
+the test file does not match the installed torch (or tests something broken
+upstream), which is no defect of the device. The plugin in upstream_plugin.py skips
 the tests of the mydev skip list (upstream_skips.py: every entry has a
 reason) and records each test's outcome as it happens. A test that crashes the
 process or runs past the timeout is recorded as ``crash`` or ``timeout``, and
@@ -78,21 +78,21 @@ def find_test_files(paths):
 
 
 class FileRun:
-    """The pytest processes that together run one upstream test file."""
+    """The pytest processes that together run one upstream test file: the mydev tests, then the CPU twins of
+    those that failed."""
 
     def __init__(self, path, work_dir, skips, timeout):
         self.path = path
         self.name = os.path.basename(path)
         self.timeout = timeout
-        stem = os.path.join(work_dir, self.name.replace(".py", ""))
-        self.events_path = stem + ".events.jsonl"
-        self.done_path = stem + ".done.txt"
-        self.skips_path = stem + ".skips.json"
-        self.log_path = stem + ".log"
-        self.ini_path = stem + ".pytest.ini"
-        for stale in (self.events_path, self.done_path, self.log_path):
-            if os.path.exists(stale):
-                os.remove(stale)
+        self.stem = os.path.join(work_dir, self.name.replace(".py", ""))
+        self.skips_path = self.stem + ".skips.json"
+        self.log_path = self.stem + ".log"
+        self.ini_path = self.stem + ".pytest.ini"
+        for suffix in (".log", ".privateuse1.events.jsonl", ".privateuse1.done.txt", ".cpu.events.jsonl",
+                       ".cpu.done.txt", ".cpu.select.txt"):
+            if os.path.exists(self.stem + suffix):
+                os.remove(self.stem + suffix)
         with open(self.skips_path, "w") as file:
             json.dump(skips, file)
         with open(self.ini_path, "w") as file:
@@ -101,78 +101,21 @@ class FileRun:
         self.processes = 0
         self.problem = None
 
-    def command(self):
-        return [
-            sys.executable, "-m", "pytest", self.name,
-            "-c", self.ini_path, "--rootdir", os.path.dirname(self.path),
-            "--noconftest", "-p", "no:cacheprovider", "-p", "torch_mydev.conformance.upstream_plugin",
-            "-q", "--tb=short", "--disable-warnings",
-        ]
-
-    def environment(self):
-        env = dict(os.environ)
-        env.update({
-            "PYTORCH_TESTING_DEVICE_ONLY_FOR": "cpu,privateuse1",
-            "MYDEV_UPSTREAM_EVENTS": self.events_path,
-            "MYDEV_UPSTREAM_DONE": self.done_path,
-            "MYDEV_UPSTREAM_SKIPS": self.skips_path,
-            "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(self.path), env.get("PYTHONPATH")])),
-        })
-        return env
-
     def run(self, on_outcome):
-        while self.processes <= MAX_RESTARTS:
-            self.processes += 1
-            ended = self._run_process(on_outcome)
-            if ended:
-                return
-        self.problem = f"stopped after {MAX_RESTARTS} restarts"
+        device_pass = TestPass(self, "privateuse1", on_outcome)
+        device_pass.run()
+        self.problem = device_pass.problem
+        failing = [test for test, outcome in self.outcomes.items() if outcome["status"] in FAILING]
+        if failing:
+            TestPass(self, "cpu", lambda outcome: None, select=[cpu_twin(test) for test in failing]).run()
 
-    def _run_process(self, on_outcome):
-        """Runs pytest until it exits; False when it must be restarted (a crash or a timeout)."""
-        with open(self.log_path, "ab") as log:
-            process = subprocess.Popen(self.command(), cwd=os.path.dirname(self.path), env=self.environment(),
-                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        reader = EventReader(self.events_path)
-        running, started, exit_status = None, time.monotonic(), None
-        while True:
-            code = process.poll()
-            for event in reader.new_events():
-                if event["event"] == "start":
-                    running, started = event["nodeid"], time.monotonic()
-                elif event["event"] == "outcome":
-                    self._record(event, on_outcome)
-                    running = None
-                elif event["event"] == "finished":
-                    exit_status = event["exitstatus"]
-            if code is not None:
-                break
-            if running is not None and time.monotonic() - started > self.timeout:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                self._record({"nodeid": running, "status": "timeout",
-                              "message": f"no result after {self.timeout:.0f} s; the process was killed"}, on_outcome)
-                return False
-        if running is not None:
-            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-            self._record({"nodeid": running, "status": "crash",
-                          "message": f"the test process died ({how}); log: {self.log_path}"}, on_outcome)
-            return False
-        if exit_status is None:
-            self.problem = f"pytest ended with exit status {code} before running tests: {self._log_tail()}"
-        elif exit_status in PYTEST_PROBLEMS:
-            self.problem = f"pytest: {PYTEST_PROBLEMS[exit_status]} (exit status {exit_status}): {self._log_tail()}"
-        return True
-
-    def _record(self, event, on_outcome):
+    def record(self, event):
         nodeid = event["nodeid"]
         self.outcomes[nodeid] = {"test": nodeid, "status": event["status"], "message": event.get("message"),
                                  "seconds": event.get("seconds")}
-        with open(self.done_path, "a") as done:
-            done.write(nodeid + "\n")
-        on_outcome(self.outcomes[nodeid])
+        return self.outcomes[nodeid]
 
-    def _log_tail(self):
+    def log_tail(self):
         with open(self.log_path, errors="replace") as log:
             return log.read()[-LOG_TAIL_CHARACTERS:].strip()
 
@@ -207,6 +150,13 @@ class FileRun:
         }
 
 
+def cpu_twin(device_test):
+    """The CPU test instantiated from the same template as a mydev test (see device_twin)."""
+    path, test_class, name = device_test.split("::")
+    head, _, tail = name.rpartition("_" + torch._C._get_privateuse1_backend_name())
+    return f"{path}::{test_class[: -len('PRIVATEUSE1')]}CPU::{head}_cpu{tail}"
+
+
 def device_twin(cpu_test):
     """The mydev test instantiated from the same template as a CPU test: the class suffix and the device
     token, which is the last ``_cpu`` of the name (only dtype suffixes follow it)."""
@@ -220,6 +170,94 @@ def _rate(counts, tests):
     passing = sum(counts[status] for status in PASSING)
     counted = tests - sum(counts[status] for status in NOT_COUNTED)
     return round(100.0 * passing / counted, 2) if counted else None
+
+
+class TestPass:
+    """The tests of one device type in one file, in as many pytest processes as crashes and timeouts need."""
+
+    def __init__(self, file_run, device_type, on_outcome, select=None):
+        self.file = file_run
+        self.device_type = device_type
+        self.on_outcome = on_outcome
+        self.events_path = f"{file_run.stem}.{device_type}.events.jsonl"
+        self.done_path = f"{file_run.stem}.{device_type}.done.txt"
+        self.select_path = None
+        if select is not None:
+            self.select_path = f"{file_run.stem}.{device_type}.select.txt"
+            with open(self.select_path, "w") as file:
+                file.write("\n".join(select) + "\n")
+        self.problem = None
+
+    def command(self):
+        return [
+            sys.executable, "-m", "pytest", self.file.name,
+            "-c", self.file.ini_path, "--rootdir", os.path.dirname(self.file.path),
+            "--noconftest", "-p", "no:cacheprovider", "-p", "torch_mydev.conformance.upstream_plugin",
+            "-q", "--tb=short", "--disable-warnings",
+        ]
+
+    def environment(self):
+        env = dict(os.environ)
+        env.update({
+            "PYTORCH_TESTING_DEVICE_ONLY_FOR": self.device_type,
+            "MYDEV_UPSTREAM_EVENTS": self.events_path,
+            "MYDEV_UPSTREAM_DONE": self.done_path,
+            "MYDEV_UPSTREAM_SKIPS": self.file.skips_path,
+            "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(self.file.path), env.get("PYTHONPATH")])),
+        })
+        if self.select_path is not None:
+            env["MYDEV_UPSTREAM_SELECT"] = self.select_path
+        return env
+
+    def run(self):
+        for _ in range(MAX_RESTARTS + 1):
+            self.file.processes += 1
+            if self._run_process():
+                return
+        self.problem = f"stopped after {MAX_RESTARTS} restarts"
+
+    def _run_process(self):
+        """Runs pytest until it exits; False when it must be restarted (a crash or a timeout)."""
+        with open(self.file.log_path, "ab") as log:
+            process = subprocess.Popen(self.command(), cwd=os.path.dirname(self.file.path), env=self.environment(),
+                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        reader = EventReader(self.events_path)
+        running, started, exit_status = None, time.monotonic(), None
+        while True:
+            code = process.poll()
+            for event in reader.new_events():
+                if event["event"] == "start":
+                    running, started = event["nodeid"], time.monotonic()
+                elif event["event"] == "outcome":
+                    self._record(event)
+                    running = None
+                elif event["event"] == "finished":
+                    exit_status = event["exitstatus"]
+            if code is not None:
+                break
+            if running is not None and time.monotonic() - started > self.file.timeout:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                self._record({"nodeid": running, "status": "timeout",
+                              "message": f"no result after {self.file.timeout:.0f} s; the process was killed"})
+                return False
+            time.sleep(POLL_SECONDS)
+        if running is not None:
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+            self._record({"nodeid": running, "status": "crash",
+                          "message": f"the test process died ({how}); log: {self.file.log_path}"})
+            return False
+        if exit_status is None:
+            self.problem = f"pytest ended with exit status {code} before running tests: {self.file.log_tail()}"
+        elif exit_status in PYTEST_PROBLEMS:
+            self.problem = f"pytest: {PYTEST_PROBLEMS[exit_status]} (exit status {exit_status}): {self.file.log_tail()}"
+        return True
+
+    def _record(self, event):
+        outcome = self.file.record(event)
+        with open(self.done_path, "a") as done:
+            done.write(event["nodeid"] + "\n")
+        self.on_outcome(outcome)
 
 
 class EventReader:
@@ -256,8 +294,7 @@ def run_upstream_tests(paths, output_dir, timeout=600.0, skips=None, progress=No
         run = FileRun(path, work_dir, skips, timeout)
         if progress is not None:
             progress.begin(run.name)
-        run.run(lambda outcome: progress.finish(outcome["status"])
-                if progress is not None and DEVICE_CLASS_SUFFIX in outcome["test"] else None)
+        run.run(lambda outcome: progress.finish(outcome["status"]) if progress is not None else None)
         summaries.append(run.summary())
         not_passing += [outcome for outcome in run.device_outcomes().values() if outcome["status"] not in PASSING]
     return {"files": summaries, "summary": _total(summaries), "not_passing": not_passing, "skip_list": skips}
