@@ -69,67 +69,37 @@ void checkAdam(const char* op, TensorList params, TensorList grads, TensorList e
   checkStateSteps(op, params, state_steps);
 }
 
-// Adam and AdamW take the learning rate as a double or as a tensor (LR is
-// one of the step's device tensors then); CpuStep calls the CPU overload.
-template <typename LearningRate, typename CpuStep>
-void adamStep(const char* op, TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
-              TensorList max_exp_avg_sqs, TensorList state_steps, const LearningRate& lr, double beta1, double beta2,
+// Each step takes its learning rate as a double or, in its .tensor_lr
+// overload, as a tensor; one kernel template serves both, and Adam and AdamW,
+// through the CPU function it calls.
+template <typename LearningRate>
+using AdamCpuStep = void (*)(TensorList, TensorList, TensorList, TensorList, TensorList, TensorList, LearningRate,
+                             double, double, double, double, bool, bool, const OptionalTensor&, const OptionalTensor&);
+
+template <const char* Name, typename LearningRate, AdamCpuStep<LearningRate> CpuStep>
+void adamStep(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
+              TensorList max_exp_avg_sqs, TensorList state_steps, LearningRate lr, double beta1, double beta2,
               double weight_decay, double eps, bool amsgrad, bool maximize, const OptionalTensor& grad_scale,
-              const OptionalTensor& found_inf, CpuStep cpu_step) {
-  NativeCall call(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, grad_scale, found_inf);
-  checkAdam(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad);
+              const OptionalTensor& found_inf) {
+  NativeCall call(Name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, grad_scale,
+                  found_inf);
+  checkAdam(Name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad);
   call.launch(
       [=](TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
           TensorList max_exp_avg_sqs, TensorList state_steps, const auto& lr, const OptionalTensor& grad_scale,
           const OptionalTensor& found_inf) {
-        cpu_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay,
-                 eps, amsgrad, maximize, grad_scale, found_inf);
+        CpuStep(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay,
+                eps, amsgrad, maximize, grad_scale, found_inf);
       },
       params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, grad_scale, found_inf);
 }
 
-void fusedAdam(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
-               TensorList max_exp_avg_sqs, TensorList state_steps, double lr, double beta1, double beta2,
-               double weight_decay, double eps, bool amsgrad, bool maximize, const OptionalTensor& grad_scale,
-               const OptionalTensor& found_inf) {
-  adamStep("aten::_fused_adam_", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,
-           weight_decay, eps, amsgrad, maximize, grad_scale, found_inf,
-           [](auto&&... args) { at::cpu::_fused_adam_(args...); });
-}
-
-void fusedAdamTensorLr(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
-                       TensorList max_exp_avg_sqs, TensorList state_steps, const Tensor& lr, double beta1,
-                       double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
-                       const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
-  adamStep("aten::_fused_adam_.tensor_lr", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr,
-           beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf,
-           [](auto&&... args) { at::cpu::_fused_adam_(args...); });
-}
-
-void fusedAdamw(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
-                TensorList max_exp_avg_sqs, TensorList state_steps, double lr, double beta1, double beta2,
-                double weight_decay, double eps, bool amsgrad, bool maximize, const OptionalTensor& grad_scale,
-                const OptionalTensor& found_inf) {
-  adamStep("aten::_fused_adamw_", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
-           beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf,
-           [](auto&&... args) { at::cpu::_fused_adamw_(args...); });
-}
-
-void fusedAdamwTensorLr(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
-                        TensorList max_exp_avg_sqs, TensorList state_steps, const Tensor& lr, double beta1,
-                        double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
-                        const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
-  adamStep("aten::_fused_adamw_.tensor_lr", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr,
-           beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf,
-           [](auto&&... args) { at::cpu::_fused_adamw_(args...); });
-}
-
-template <typename LearningRate>
-void sgdStep(const char* op, TensorList params, TensorList grads, TensorList momentum_buffers, double weight_decay,
-             double momentum, const LearningRate& lr, double dampening, bool nesterov, bool maximize,
-             bool is_first_step, const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
-  NativeCall call(op, params, grads, momentum_buffers, lr, grad_scale, found_inf);
-  checkParameterLists(op, params, {{"grads", grads}}, {{"momentum_buffer_list", momentum_buffers}});
+template <const char* Name, typename LearningRate>
+void sgdStep(TensorList params, TensorList grads, TensorList momentum_buffers, double weight_decay, double momentum,
+             LearningRate lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
+             const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
+  NativeCall call(Name, params, grads, momentum_buffers, lr, grad_scale, found_inf);
+  checkParameterLists(Name, params, {{"grads", grads}}, {{"momentum_buffer_list", momentum_buffers}});
   call.launch(
       [=](TensorList params, TensorList grads, TensorList momentum_buffers, const auto& lr,
           const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
@@ -139,27 +109,13 @@ void sgdStep(const char* op, TensorList params, TensorList grads, TensorList mom
       params, grads, momentum_buffers, lr, grad_scale, found_inf);
 }
 
-void fusedSgd(TensorList params, TensorList grads, TensorList momentum_buffers, double weight_decay, double momentum,
-              double lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
-              const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
-  sgdStep("aten::_fused_sgd_", params, grads, momentum_buffers, weight_decay, momentum, lr, dampening, nesterov,
-          maximize, is_first_step, grad_scale, found_inf);
-}
-
-void fusedSgdTensorLr(TensorList params, TensorList grads, TensorList momentum_buffers, double weight_decay,
-                      double momentum, const Tensor& lr, double dampening, bool nesterov, bool maximize,
-                      bool is_first_step, const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
-  sgdStep("aten::_fused_sgd_.tensor_lr", params, grads, momentum_buffers, weight_decay, momentum, lr, dampening,
-          nesterov, maximize, is_first_step, grad_scale, found_inf);
-}
-
-template <typename LearningRate>
-void adagradStep(const char* op, TensorList params, TensorList grads, TensorList state_sums, TensorList state_steps,
-                 const LearningRate& lr, double lr_decay, double weight_decay, double eps, bool maximize,
+template <const char* Name, typename LearningRate>
+void adagradStep(TensorList params, TensorList grads, TensorList state_sums, TensorList state_steps,
+                 LearningRate lr, double lr_decay, double weight_decay, double eps, bool maximize,
                  const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
-  NativeCall call(op, params, grads, state_sums, state_steps, lr, grad_scale, found_inf);
-  checkParameterLists(op, params, {{"grads", grads}, {"state_sums", state_sums}});
-  checkStateSteps(op, params, state_steps);
+  NativeCall call(Name, params, grads, state_sums, state_steps, lr, grad_scale, found_inf);
+  checkParameterLists(Name, params, {{"grads", grads}, {"state_sums", state_sums}});
+  checkStateSteps(Name, params, state_steps);
   call.launch(
       [=](TensorList params, TensorList grads, TensorList state_sums, TensorList state_steps, const auto& lr,
           const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
@@ -169,31 +125,26 @@ void adagradStep(const char* op, TensorList params, TensorList grads, TensorList
       params, grads, state_sums, state_steps, lr, grad_scale, found_inf);
 }
 
-void fusedAdagrad(TensorList params, TensorList grads, TensorList state_sums, TensorList state_steps, double lr,
-                  double lr_decay, double weight_decay, double eps, bool maximize, const OptionalTensor& grad_scale,
-                  const OptionalTensor& found_inf) {
-  adagradStep("aten::_fused_adagrad_", params, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps,
-              maximize, grad_scale, found_inf);
-}
-
-void fusedAdagradTensorLr(TensorList params, TensorList grads, TensorList state_sums, TensorList state_steps,
-                          const Tensor& lr, double lr_decay, double weight_decay, double eps, bool maximize,
-                          const OptionalTensor& grad_scale, const OptionalTensor& found_inf) {
-  adagradStep("aten::_fused_adagrad_.tensor_lr", params, grads, state_sums, state_steps, lr, lr_decay, weight_decay,
-              eps, maximize, grad_scale, found_inf);
-}
+constexpr char kAdam[] = "aten::_fused_adam_";
+constexpr char kAdamTensorLr[] = "aten::_fused_adam_.tensor_lr";
+constexpr char kAdamw[] = "aten::_fused_adamw_";
+constexpr char kAdamwTensorLr[] = "aten::_fused_adamw_.tensor_lr";
+constexpr char kSgd[] = "aten::_fused_sgd_";
+constexpr char kSgdTensorLr[] = "aten::_fused_sgd_.tensor_lr";
+constexpr char kAdagrad[] = "aten::_fused_adagrad_";
+constexpr char kAdagradTensorLr[] = "aten::_fused_adagrad_.tensor_lr";
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_fused_adam_", TORCH_FN(fusedAdam));
-  m.impl("_fused_adam_.tensor_lr", TORCH_FN(fusedAdamTensorLr));
-  m.impl("_fused_adamw_", TORCH_FN(fusedAdamw));
-  m.impl("_fused_adamw_.tensor_lr", TORCH_FN(fusedAdamwTensorLr));
-  m.impl("_fused_sgd_", TORCH_FN(fusedSgd));
-  m.impl("_fused_sgd_.tensor_lr", TORCH_FN(fusedSgdTensorLr));
-  m.impl("_fused_adagrad_", TORCH_FN(fusedAdagrad));
-  m.impl("_fused_adagrad_.tensor_lr", TORCH_FN(fusedAdagradTensorLr));
+  m.impl("_fused_adam_", TORCH_FN((adamStep<kAdam, double, &at::cpu::_fused_adam_>)));
+  m.impl("_fused_adam_.tensor_lr", TORCH_FN((adamStep<kAdamTensorLr, const Tensor&, &at::cpu::_fused_adam_>)));
+  m.impl("_fused_adamw_", TORCH_FN((adamStep<kAdamw, double, &at::cpu::_fused_adamw_>)));
+  m.impl("_fused_adamw_.tensor_lr", TORCH_FN((adamStep<kAdamwTensorLr, const Tensor&, &at::cpu::_fused_adamw_>)));
+  m.impl("_fused_sgd_", TORCH_FN((sgdStep<kSgd, double>)));
+  m.impl("_fused_sgd_.tensor_lr", TORCH_FN((sgdStep<kSgdTensorLr, const Tensor&>)));
+  m.impl("_fused_adagrad_", TORCH_FN((adagradStep<kAdagrad, double>)));
+  m.impl("_fused_adagrad_.tensor_lr", TORCH_FN((adagradStep<kAdagradTensorLr, const Tensor&>)));
 }
 
 }  // namespace torch_mydev::native
