@@ -173,12 +173,10 @@ def main(argv=None):
     complete = len(records) == len(items)
     upstream = None
     if args.upstream_tests and complete:
-        try:
-            upstream = run_upstream_tests(
-                args.upstream_tests, args.output, timeout=args.upstream_timeout, progress=UpstreamProgress()
-            )
-        except KeyboardInterrupt:
-            complete = False
+        upstream = run_upstream_tests(
+            args.upstream_tests, args.output, timeout=args.upstream_timeout, progress=UpstreamProgress()
+        )
+        complete = not upstream["interrupted"]
 
     pair_records = [record for record in records if record["kind"] != "golden"]
     golden_section = None

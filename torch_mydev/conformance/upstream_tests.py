@@ -221,6 +221,14 @@ class TestPass:
         with open(self.file.log_path, "ab") as log:
             process = subprocess.Popen(self.command(), cwd=os.path.dirname(self.file.path), env=self.environment(),
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return self._follow(process)
+        except KeyboardInterrupt:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+
+    def _follow(self, process):
         reader = EventReader(self.events_path)
         running, started, exit_status = None, time.monotonic(), None
         while True:
@@ -290,14 +298,21 @@ def run_upstream_tests(paths, output_dir, timeout=600.0, skips=None, progress=No
     work_dir = os.path.join(output_dir, "upstream-logs")
     os.makedirs(work_dir, exist_ok=True)
     summaries, not_passing = [], []
+    interrupted = False
     for path in files:
         run = FileRun(path, work_dir, skips, timeout)
         if progress is not None:
             progress.begin(run.name)
-        run.run(lambda outcome: progress.finish(outcome["status"]) if progress is not None else None)
+        try:
+            run.run(lambda outcome: progress.finish(outcome["status"]) if progress is not None else None)
+        except KeyboardInterrupt:
+            run.problem, interrupted = "interrupted: the results of this file are partial", True
         summaries.append(run.summary())
         not_passing += [outcome for outcome in run.device_outcomes().values() if outcome["status"] not in PASSING]
-    return {"files": summaries, "summary": _total(summaries), "not_passing": not_passing, "skip_list": skips}
+        if interrupted:
+            break
+    return {"files": summaries, "summary": _total(summaries), "not_passing": not_passing, "skip_list": skips,
+            "interrupted": interrupted}
 
 
 def _total(summaries):
