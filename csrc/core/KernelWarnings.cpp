@@ -1,6 +1,7 @@
 #include "KernelWarnings.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -11,12 +12,16 @@ namespace {
 
 std::mutex g_mutex;
 std::vector<c10::Warning> g_pending;
+// Lets every operator call skip the mutex when no kernel has warned (the
+// common case): checked on each call, set under the mutex.
+std::atomic<bool> g_any_pending{false};
 
 class CollectingHandler final : public c10::WarningHandler {
  public:
   void process(const c10::Warning& warning) override {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_pending.push_back(warning);
+    g_any_pending.store(true, std::memory_order_release);
   }
 };
 
@@ -31,13 +36,14 @@ KernelWarningCollector::KernelWarningCollector() : previous_(c10::WarningUtils::
 KernelWarningCollector::~KernelWarningCollector() { c10::WarningUtils::set_warning_handler(previous_); }
 
 void reissueKernelWarnings() {
+  if (!g_any_pending.load(std::memory_order_acquire)) {
+    return;
+  }
   std::vector<c10::Warning> pending;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_pending.empty()) {
-      return;
-    }
     pending.swap(g_pending);
+    g_any_pending.store(false, std::memory_order_relaxed);
   }
   for (const c10::Warning& warning : pending) {
     c10::warn(warning);
