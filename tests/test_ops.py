@@ -337,6 +337,29 @@ class TestMydevOps(TestCase):
             actual = torch.index_copy(x.to(device), 0, index.to(device), source.to(device))
         self.assertEqual(actual.cpu(), expected, atol=0, rtol=0)
 
+    def test_mode_runs_on_the_device_with_out_and_checks_at_the_call(self, device):
+        x = torch.tensor([[1.0, 2.0, 2.0, 5.0], [3.0, 3.0, 1.0, 1.0]])
+        values, indices = torch.empty(0, device=device), torch.empty(0, device=device, dtype=torch.long)
+        torch.mode(x.to(device), 1, out=(values, indices))
+        expected = torch.mode(x, 1)
+        self.assertEqual((values.cpu(), indices.cpu()), (expected.values, expected.indices))
+        self.assertEqual(torch.mode(x.to(device), 0, keepdim=True).values.cpu(), torch.mode(x, 0, keepdim=True).values)
+        with self.assertRaisesRegex(RuntimeError, "expected scalar type Float but got Long for values"):
+            torch.mode(x.to(device), 1, out=(indices, indices))
+        with self.assertRaisesRegex(IndexError, "Expected reduction dim 1 to have non-zero size"):
+            torch.mode(torch.empty(2, 0, device=device), 1)
+
+    def test_reductions_whose_meta_kernel_is_lax_check_at_the_call(self, device):
+        with self.assertRaisesRegex(IndexError, r"median\(\): Expected reduction dim 1 to have non-zero size"):
+            torch.median(torch.empty(2, 0, device=device), 1)
+        with self.assertRaisesRegex(RuntimeError, "boundaries tensor must be 1 dimension"):
+            torch.bucketize(torch.ones(3, device=device), torch.ones(2, 2, device=device))
+        with self.assertRaisesRegex(RuntimeError, "range of .* is not finite"):
+            torch.histc(torch.ones(3, device=device), min=0, max=float("inf"))
+        # An empty dim list reduces everything, as on the CPU (the Meta kernel reduces nothing).
+        self.assertEqual(torch.nansum(torch.ones(2, 2, device=device), dim=[]).cpu(), torch.tensor(4.0))
+        torch.mydev.synchronize()
+
     def test_dropout_uses_the_device_generator(self, device):
         x = torch.randn(1000)
         torch.manual_seed(5)
