@@ -354,6 +354,9 @@ class TestMydevOps(TestCase):
             torch.median(torch.empty(2, 0, device=device), 1)
         with self.assertRaisesRegex(RuntimeError, "boundaries tensor must be 1 dimension"):
             torch.bucketize(torch.ones(3, device=device), torch.ones(2, 2, device=device))
+        with self.assertRaisesRegex(RuntimeError, "output tensor.s dtype is wrong"):
+            torch.searchsorted(torch.arange(5.0, device=device), torch.ones(3, device=device),
+                               out=torch.empty(3, device=device))
         with self.assertRaisesRegex(RuntimeError, "range of .* is not finite"):
             torch.histc(torch.ones(3, device=device), min=0, max=float("inf"))
         # An empty dim list reduces everything, as on the CPU (the Meta kernel reduces nothing).

@@ -112,13 +112,14 @@ bool isGeneratorArgument(const c10::Argument& argument) {
 // nansum, whose Meta kernel reduces nothing for an empty dim list where the
 // CPU reduces everything. And operators whose Meta kernel skips checks the
 // CPU kernel makes, so that their errors would arrive late, on the stream:
-// nansum's 64-dimension limit, bucketize's 1-D boundaries, histc's finite
-// range, median's and nanmedian's non-empty reduction dimension (found by
-// upstream test_reductions.py).
+// nansum's 64-dimension limit, bucketize's 1-D boundaries, searchsorted's
+// output dtype, histc's finite range, median's and nanmedian's non-empty
+// reduction dimension (found by upstream test_reductions.py).
 bool metaCannotStandInForCpu(const c10::OperatorName& name) {
   static const std::unordered_set<std::string> names = {
       "aten::nansum",
       "aten::bucketize",
+      "aten::searchsorted",
       "aten::histc",
       "aten::median",
       "aten::nanmedian",
