@@ -359,6 +359,8 @@ class TestMydevOps(TestCase):
                                out=torch.empty(3, device=device))
         with self.assertRaisesRegex(RuntimeError, "range of .* is not finite"):
             torch.histc(torch.ones(3, device=device), min=0, max=float("inf"))
+        with self.assertRaisesRegex(NotImplementedError, "\"aminmax_cpu\" not implemented for 'ComplexFloat'"):
+            torch.aminmax(torch.ones((), dtype=torch.complex64, device=device))
         # An empty dim list reduces everything, as on the CPU (the Meta kernel reduces nothing).
         self.assertEqual(torch.nansum(torch.ones(2, 2, device=device), dim=[]).cpu(), torch.tensor(4.0))
         torch.mydev.synchronize()
