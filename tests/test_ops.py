@@ -365,6 +365,22 @@ class TestMydevOps(TestCase):
         self.assertEqual(torch.nansum(torch.ones(2, 2, device=device), dim=[]).cpu(), torch.tensor(4.0))
         torch.mydev.synchronize()
 
+    @parametrize("reduce", [torch.var, torch.std, torch.var_mean, torch.std_mean], name_fn=lambda f: f.__name__)
+    @dtypes(torch.float32, torch.complex64)
+    def test_variance_warns_at_the_call_and_matches_the_cpu(self, device, dtype, reduce):
+        x = torch.randn(10, 20, dtype=dtype)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with fallback_policy("error"):
+                reduce(x.to(device), dim=-1, correction=20)
+            at_call = len(caught)
+            torch.mydev.synchronize()
+        self.assertEqual(at_call, 2 if dtype.is_complex else 1)  # the CPU warns once per real component
+        self.assertEqual(len(caught), at_call)
+        self.assertIn("degrees of freedom is <= 0", str(caught[0].message))
+        for dim in [None, 0, (0, 1), []]:
+            self.assertEqual(reduce(x.to(device), dim=dim, keepdim=True), reduce(x, dim=dim, keepdim=True))
+
     def test_dropout_uses_the_device_generator(self, device):
         x = torch.randn(1000)
         torch.manual_seed(5)
