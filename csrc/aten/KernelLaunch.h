@@ -63,7 +63,6 @@ void launchKernel(const char* name, const MydevStream& stream, F&& body) {
                                 &detail::releaseKernelClosure<Body>, stream.handle()));
   if (at::globalContext().deterministicAlgorithms()) {
     stream.synchronize();
-    reissueKernelWarnings();
   }
 }
 

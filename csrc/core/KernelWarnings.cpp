@@ -66,11 +66,17 @@ std::vector<std::string> RecordedWarnings::messages() const {
 }
 
 IssuedWarningsDropped::IssuedWarningsDropped(std::vector<std::string> issued)
-    : issued_(std::move(issued)), next_(c10::WarningUtils::get_warning_handler()) {
-  c10::WarningUtils::set_warning_handler(this);
+    : issued_(std::move(issued)), next_(c10::WarningUtils::get_warning_handler()), installed_(!issued_.empty()) {
+  if (installed_) {
+    c10::WarningUtils::set_warning_handler(this);
+  }
 }
 
-IssuedWarningsDropped::~IssuedWarningsDropped() { c10::WarningUtils::set_warning_handler(next_); }
+IssuedWarningsDropped::~IssuedWarningsDropped() {
+  if (installed_) {
+    c10::WarningUtils::set_warning_handler(next_);
+  }
+}
 
 void IssuedWarningsDropped::process(const c10::Warning& warning) {
   auto match = std::find(issued_.begin(), issued_.end(), warning.msg());

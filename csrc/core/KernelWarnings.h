@@ -39,14 +39,13 @@ class RecordedWarnings final : public c10::WarningHandler {
   // Issues the recorded warnings through the calling thread's handler.
   void issue() const;
   std::vector<std::string> messages() const;
-  bool empty() const { return warnings_.empty(); }
 
  private:
   std::vector<c10::Warning> warnings_;
 };
 
 // On the worker, while alive: passes on every warning but one copy of each
-// message in `issued`.
+// message in `issued` (installed only when there is something to drop).
 class IssuedWarningsDropped final : public c10::WarningHandler {
  public:
   explicit IssuedWarningsDropped(std::vector<std::string> issued);
@@ -58,6 +57,7 @@ class IssuedWarningsDropped final : public c10::WarningHandler {
  private:
   std::vector<std::string> issued_;
   c10::WarningHandler* next_;
+  bool installed_;
 };
 
 }  // namespace torch_mydev

@@ -83,13 +83,6 @@ class NativeCall {
   void launch(Body body, const Args&... args) {
     auto captured = std::make_tuple(KernelArgument<std::decay_t<Args>>::capture(args)...);
     issueHostWarnings();
-    if (host_warnings_.empty()) {
-      launchKernel(name_, stream_, [body, captured = std::move(captured)] {
-        KernelMemory memory;
-        callWith<Args...>(body, captured, memory, std::index_sequence_for<Args...>{});
-      });
-      return;
-    }
     launchKernel(name_, stream_, [body, captured = std::move(captured), issued = host_warnings_.messages()] {
       IssuedWarningsDropped dropped(issued);
       KernelMemory memory;
