@@ -530,8 +530,9 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
   const c10::FunctionSchema& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const auto args = torch::jit::last(*stack, num_args);
+  const std::string name = kernelName(op);
   auto outcome = std::make_shared<SyncOutcome>();
-  launchKernel(kernelName(op).c_str(), stream, [op, slots = argumentSlots(schema, args, device), outcome] {
+  launchKernel(name.c_str(), stream, [op, slots = argumentSlots(schema, args, device), outcome] {
     KernelMemory memory;
     try {
       torch::jit::Stack cpu = cpuStack(slots, memory, /*resizable_outputs=*/true);
@@ -552,8 +553,7 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
       outcome->error = std::current_exception();
     }
   });
-  stream.synchronize();
-  reissueKernelWarnings();  // the caller waited: the kernel's warnings belong to this call
+  stream.synchronize();  // also issues the kernel's warnings, at this call
   if (outcome->error) {
     std::rethrow_exception(outcome->error);
   }
@@ -573,13 +573,12 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
     }
     if (value.isTensor()) {
       results.emplace_back(adoptSyncResult(value.toTensor(), outcome->device_bases[r][0], mutated_argument, args,
-                                           device, stream, kernelName(op)));
+                                           device, stream, name));
     } else if (value.isTensorList()) {
       c10::List<at::Tensor> list;
       const auto tensors = value.toTensorVector();
       for (size_t k = 0; k < tensors.size(); ++k) {
-        list.push_back(
-            adoptSyncResult(tensors[k], outcome->device_bases[r][k], nullptr, args, device, stream, kernelName(op)));
+        list.push_back(adoptSyncResult(tensors[k], outcome->device_bases[r][k], nullptr, args, device, stream, name));
       }
       results.emplace_back(std::move(list));
     } else {
