@@ -9,7 +9,6 @@
 // fills it on the stream.
 #include "NativeCall.h"
 
-#include <ATen/CPUFunctions.h>
 #include <ATen/ops/arange_native.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/linspace_native.h>
@@ -24,41 +23,40 @@ namespace {
 using at::Scalar;
 using at::Tensor;
 
-// size(meta_out) runs ATen's CPU function on the meta mirror; fill(out) on the worker.
-template <typename Size, typename Fill>
-Tensor& rangeFactoryOut(const char* name, Tensor& out, Size size, Fill fill) {
+// cpuFunction(out) is ATen's CPU function of the factory: on the calling
+// thread over a meta mirror of the output (checks and geometry), then on the
+// worker over the device output (values).
+template <typename CpuFunction>
+Tensor& rangeFactoryOut(const char* name, Tensor& out, CpuFunction cpuFunction) {
   NativeCall call(name, out);
   Tensor meta = at::empty_strided(out.sizes(), out.strides(), out.options().device(c10::kMeta));
-  size(meta);
+  cpuFunction(meta);
   if (meta.sizes() != out.sizes()) {
     out.resize_(meta.sizes());
   }
-  call.launch([fill](Tensor out) { fill(out); }, out);
+  call.launch([cpuFunction](Tensor out) { cpuFunction(out); }, out);
   return out;
 }
 
 Tensor& arangeOut(const Scalar& start, const Scalar& end, const Scalar& step, Tensor& out) {
-  return rangeFactoryOut(
-      "aten::arange.start_out", out, [&](Tensor& meta) { at::native::arange_out(start, end, step, meta); },
-      [start, end, step](Tensor& out) { at::cpu::arange_outf(start, end, step, out); });
+  return rangeFactoryOut("aten::arange.start_out", out,
+                         [start, end, step](Tensor& out) { at::native::arange_out(start, end, step, out); });
 }
 
 Tensor& rangeOut(const Scalar& start, const Scalar& end, const Scalar& step, Tensor& out) {
-  return rangeFactoryOut(
-      "aten::range.out", out, [&](Tensor& meta) { at::native::range_out(start, end, step, meta); },
-      [start, end, step](Tensor& out) { at::cpu::range_outf(start, end, step, out); });
+  return rangeFactoryOut("aten::range.out", out,
+                         [start, end, step](Tensor& out) { at::native::range_out(start, end, step, out); });
 }
 
 Tensor& linspaceOut(const Scalar& start, const Scalar& end, int64_t steps, Tensor& out) {
-  return rangeFactoryOut(
-      "aten::linspace.out", out, [&](Tensor& meta) { at::native::linspace_out(start, end, steps, meta); },
-      [start, end, steps](Tensor& out) { at::cpu::linspace_outf(start, end, steps, out); });
+  return rangeFactoryOut("aten::linspace.out", out,
+                         [start, end, steps](Tensor& out) { at::native::linspace_out(start, end, steps, out); });
 }
 
 Tensor& logspaceOut(const Scalar& start, const Scalar& end, int64_t steps, double base, Tensor& out) {
-  return rangeFactoryOut(
-      "aten::logspace.out", out, [&](Tensor& meta) { at::native::logspace_out(start, end, steps, base, meta); },
-      [start, end, steps, base](Tensor& out) { at::cpu::logspace_outf(start, end, steps, base, out); });
+  return rangeFactoryOut("aten::logspace.out", out, [start, end, steps, base](Tensor& out) {
+    at::native::logspace_out(start, end, steps, base, out);
+  });
 }
 
 }  // namespace
