@@ -134,11 +134,11 @@ Tensor& geometric(Tensor& self, double p, OptionalGenerator generator) {
       [p](Tensor& self, const Generator& engine) { at::cpu::geometric_(self, p, engine); });
 }
 
-// normal(mean, std) with tensor parameters: the functional output is
+// normal(mean, std) with tensor parameters. The functional output is
 // contiguous, with the broadcast shape and the dtype of the tensor parameters,
-// as on the CPU. Each
-// variant passes sample(generator, out, tensor parameters...); a parameter
-// given as a double is captured by the lambda.
+// as on the CPU; an out= tensor takes the shape shape() gives after
+// validation. Each variant passes sample(generator, out, tensor parameters...);
+// a parameter given as a double is captured by the lambda.
 template <typename... Parameters>
 at::DimVector normalShape(const Parameters&... parameters) {
   at::DimVector shape;
@@ -146,28 +146,19 @@ at::DimVector normalShape(const Parameters&... parameters) {
   return shape;
 }
 
-template <typename Sample, typename... Parameters>
-Tensor normalWithTensors(const char* name, const OptionalGenerator& generator, Sample sample,
-                         const Parameters&... parameters) {
-  NativeCall call(name, parameters...);
-  const Tensor& first = std::get<0>(std::tie(parameters...));
-  Tensor probe = hostProbe(first);
-  sample(scratchGenerator(), probe, hostProbe(parameters)...);
-  Tensor out = at::empty(normalShape(parameters...), first.options());
-  call.launch([sample](Tensor out, const Generator& engine, const auto&... parameters) {
-    sample(engine, out, parameters...);
-  }, out, kernelEngine(generator, call.device()), parameters...);
-  return out;
-}
-
-// The out= variants take their shape from shape(), after validation.
+// `out` is the out= tensor, or undefined for the functional overloads.
 template <typename Sample, typename Shape, typename... Parameters>
-Tensor& normalWithTensorsOut(const char* name, const OptionalGenerator& generator, Sample sample, Shape shape,
-                             Tensor& out, const Parameters&... parameters) {
+Tensor normalWithTensors(const char* name, const OptionalGenerator& generator, Sample sample, Shape shape,
+                         Tensor out, const Parameters&... parameters) {
   NativeCall call(name, parameters..., out);
-  Tensor probe = hostProbe(out);
+  const Tensor& first = std::get<0>(std::tie(parameters...));
+  Tensor probe = hostProbe(out.defined() ? out : first);
   sample(scratchGenerator(), probe, hostProbe(parameters)...);
-  at::native::resize_output(out, shape());
+  if (out.defined()) {
+    at::native::resize_output(out, shape());
+  } else {
+    out = at::empty(shape(), first.options());
+  }
   call.launch([sample](Tensor out, const Generator& engine, const auto&... parameters) {
     sample(engine, out, parameters...);
   }, out, kernelEngine(generator, call.device()), parameters...);
@@ -175,52 +166,61 @@ Tensor& normalWithTensorsOut(const char* name, const OptionalGenerator& generato
 }
 
 Tensor normalTensorFloat(const Tensor& mean, double stddev, OptionalGenerator generator) {
-  return normalWithTensors("aten::normal.Tensor_float", generator,
-                           [stddev](const Generator& engine, Tensor& out, const Tensor& mean) {
-                             at::cpu::normal_outf(mean, stddev, engine, out);
-                           },
-                           mean);
+  return normalWithTensors(
+      "aten::normal.Tensor_float", generator,
+      [stddev](const Generator& engine, Tensor& out, const Tensor& mean) {
+        at::cpu::normal_outf(mean, stddev, engine, out);
+      },
+      [&] { return normalShape(mean); }, Tensor(), mean);
 }
 
 Tensor& normalTensorFloatOut(const Tensor& mean, double stddev, OptionalGenerator generator, Tensor& out) {
-  return normalWithTensorsOut("aten::normal.Tensor_float_out", generator,
-                              [stddev](const Generator& engine, Tensor& out, const Tensor& mean) {
-                                at::cpu::normal_outf(mean, stddev, engine, out);
-                              },
-                              // The CPU broadcasts the mean with the output's current shape.
-                              [&] { return at::infer_size_dimvector(mean.sizes(), out.sizes()); }, out, mean);
+  normalWithTensors(
+      "aten::normal.Tensor_float_out", generator,
+      [stddev](const Generator& engine, Tensor& out, const Tensor& mean) {
+        at::cpu::normal_outf(mean, stddev, engine, out);
+      },
+      // The CPU broadcasts the mean with the output's current shape.
+      [&] { return at::infer_size_dimvector(mean.sizes(), out.sizes()); }, out, mean);
+  return out;
 }
 
 Tensor normalFloatTensor(double mean, const Tensor& stddev, OptionalGenerator generator) {
-  return normalWithTensors("aten::normal.float_Tensor", generator,
-                           [mean](const Generator& engine, Tensor& out, const Tensor& stddev) {
-                             at::cpu::normal_outf(mean, stddev, engine, out);
-                           },
-                           stddev);
+  return normalWithTensors(
+      "aten::normal.float_Tensor", generator,
+      [mean](const Generator& engine, Tensor& out, const Tensor& stddev) {
+        at::cpu::normal_outf(mean, stddev, engine, out);
+      },
+      [&] { return normalShape(stddev); }, Tensor(), stddev);
 }
 
 Tensor& normalFloatTensorOut(double mean, const Tensor& stddev, OptionalGenerator generator, Tensor& out) {
-  return normalWithTensorsOut("aten::normal.float_Tensor_out", generator,
-                              [mean](const Generator& engine, Tensor& out, const Tensor& stddev) {
-                                at::cpu::normal_outf(mean, stddev, engine, out);
-                              },
-                              [&] { return normalShape(stddev); }, out, stddev);
+  normalWithTensors(
+      "aten::normal.float_Tensor_out", generator,
+      [mean](const Generator& engine, Tensor& out, const Tensor& stddev) {
+        at::cpu::normal_outf(mean, stddev, engine, out);
+      },
+      [&] { return normalShape(stddev); }, out, stddev);
+  return out;
 }
 
 Tensor normalTensorTensor(const Tensor& mean, const Tensor& stddev, OptionalGenerator generator) {
-  return normalWithTensors("aten::normal.Tensor_Tensor", generator,
-                           [](const Generator& engine, Tensor& out, const Tensor& mean, const Tensor& stddev) {
-                             at::cpu::normal_outf(mean, stddev, engine, out);
-                           },
-                           mean, stddev);
+  return normalWithTensors(
+      "aten::normal.Tensor_Tensor", generator,
+      [](const Generator& engine, Tensor& out, const Tensor& mean, const Tensor& stddev) {
+        at::cpu::normal_outf(mean, stddev, engine, out);
+      },
+      [&] { return normalShape(mean, stddev); }, Tensor(), mean, stddev);
 }
 
 Tensor& normalTensorTensorOut(const Tensor& mean, const Tensor& stddev, OptionalGenerator generator, Tensor& out) {
-  return normalWithTensorsOut("aten::normal.Tensor_Tensor_out", generator,
-                              [](const Generator& engine, Tensor& out, const Tensor& mean, const Tensor& stddev) {
-                                at::cpu::normal_outf(mean, stddev, engine, out);
-                              },
-                              [&] { return normalShape(mean, stddev); }, out, mean, stddev);
+  normalWithTensors(
+      "aten::normal.Tensor_Tensor_out", generator,
+      [](const Generator& engine, Tensor& out, const Tensor& mean, const Tensor& stddev) {
+        at::cpu::normal_outf(mean, stddev, engine, out);
+      },
+      [&] { return normalShape(mean, stddev); }, out, mean, stddev);
+  return out;
 }
 
 // ATen's CPU checks, in its order (the CPU kernel runs them before it
