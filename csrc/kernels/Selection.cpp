@@ -152,7 +152,8 @@ void checkIndexFill(const Tensor& self, int64_t dim, const Tensor& index, bool c
 Tensor& indexFillScalar(Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   NativeCall call("aten::index_fill_.int_Scalar", self, index);
   checkIndexFill(self, dim, index, value.isComplex());
-  call.launch([dim](Tensor self, const Tensor& index, const Scalar& value) { at::cpu::index_fill_(self, dim, index, value); },
+  call.launch([dim](Tensor self, const Tensor& index,
+                    const Scalar& value) { at::cpu::index_fill_(self, dim, index, value); },
               self, index, value);
   return self;
 }
@@ -162,7 +163,8 @@ Tensor& indexFillTensor(Tensor& self, int64_t dim, const Tensor& index, const Te
   TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
   checkIndexFill(self, dim, index, value.is_complex());
-  call.launch([dim](Tensor self, const Tensor& index, const Tensor& value) { at::cpu::index_fill_(self, dim, index, value); },
+  call.launch([dim](Tensor self, const Tensor& index,
+                    const Tensor& value) { at::cpu::index_fill_(self, dim, index, value); },
               self, index, value);
   return self;
 }
