@@ -121,16 +121,12 @@ class FileRun:
 
     def device_outcomes(self):
         """The mydev tests' outcomes, failures whose CPU twin failed too marked ``fails_on_cpu_too``."""
-        cpu_failures = {
-            device_twin(test): outcome for test, outcome in self.outcomes.items()
-            if CPU_CLASS_SUFFIX in test and outcome["status"] in FAILING
-        }
         device = {}
         for test, outcome in self.outcomes.items():
             if DEVICE_CLASS_SUFFIX not in test:
                 continue
-            cpu = cpu_failures.get(test)
-            if outcome["status"] in FAILING and cpu is not None:
+            cpu = self.outcomes.get(cpu_twin(test))
+            if outcome["status"] in FAILING and cpu is not None and cpu["status"] in FAILING:
                 outcome = {**outcome, "status": "fails_on_cpu_too",
                            "message": f"{outcome['message']}\n(on the CPU: {cpu['message']})"}
             device[test] = outcome
@@ -151,19 +147,11 @@ class FileRun:
 
 
 def cpu_twin(device_test):
-    """The CPU test instantiated from the same template as a mydev test (see device_twin)."""
+    """The CPU test instantiated from the same template as a mydev test: the class suffix and the device token,
+    which is the last ``_mydev`` of the name (only dtype suffixes follow it)."""
     path, test_class, name = device_test.split("::")
     head, _, tail = name.rpartition("_" + torch._C._get_privateuse1_backend_name())
     return f"{path}::{test_class[: -len('PRIVATEUSE1')]}CPU::{head}_cpu{tail}"
-
-
-def device_twin(cpu_test):
-    """The mydev test instantiated from the same template as a CPU test: the class suffix and the device
-    token, which is the last ``_cpu`` of the name (only dtype suffixes follow it)."""
-    path, test_class, name = cpu_test.split("::")
-    head, _, tail = name.rpartition("_cpu")
-    device = torch._C._get_privateuse1_backend_name()
-    return f"{path}::{test_class[: -len('CPU')]}PRIVATEUSE1::{head}_{device}{tail}"
 
 
 def _rate(counts, tests):
