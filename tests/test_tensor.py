@@ -53,8 +53,12 @@ class TestCreation(TestCase):
             torch.empty(2, device="mydev", pin_memory=True)
         with self.assertRaisesRegex(NotImplementedError, "'Quantizedmydev' backend"):
             torch.empty(2, device="mydev", dtype=torch.qint8)
-        with self.assertRaisesRegex(NotImplementedError, "'Sparsemydev' backend"):
-            torch.empty(2, device="mydev", layout=torch.sparse_coo)
+
+    def test_empty_sparse_tensors_are_device_tensors(self):
+        coo = torch.empty(2, 3, device="mydev", layout=torch.sparse_coo)
+        self.assertEqual((coo.layout, coo.device, coo._nnz()), (torch.sparse_coo, torch.device("mydev", 0), 0))
+        self.assertEqual(coo._values().device, torch.device("mydev", 0))
+        self.assertEqual(coo.to_dense().cpu(), torch.zeros(2, 3))
 
 
 class TestCopies(TestCase):

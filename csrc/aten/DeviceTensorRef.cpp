@@ -29,7 +29,14 @@ CapturedTensor captureTensor(const at::Tensor& tensor) {
   }
   if (tensor.device().type() == c10::DeviceType::PrivateUse1) {
     captured.on_device = true;
-    captured.ref = describe(tensor);
+    if (isSparseLayout(tensor.layout())) {
+      captured.sparse = sparseGeometry(tensor);
+      for (const at::Tensor& member : sparseMembers(tensor)) {
+        captured.sparse_members.push_back(describe(member));
+      }
+    } else {
+      captured.ref = describe(tensor);
+    }
   } else {
     // A Python number wrapped by the argument parser is private to this call;
     // any other host tensor may change after the launch, so the kernel gets a copy.
@@ -42,7 +49,17 @@ at::Tensor KernelMemory::use(const CapturedTensor& captured, bool resizable) {
   if (!captured.defined) {
     return at::Tensor();
   }
-  return captured.on_device ? map(captured.ref, resizable) : captured.host;
+  if (!captured.on_device) {
+    return captured.host;
+  }
+  if (captured.sparse.has_value()) {
+    std::vector<at::Tensor> members;
+    for (const DeviceTensorRef& member : captured.sparse_members) {
+      members.push_back(map(member, resizable));
+    }
+    return assembleSparse(*captured.sparse, members);
+  }
+  return map(captured.ref, resizable);
 }
 
 at::Tensor KernelMemory::map(const DeviceTensorRef& ref, bool resizable) {

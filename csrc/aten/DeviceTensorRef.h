@@ -6,10 +6,13 @@
 // aliasing between arguments is preserved.
 #pragma once
 
+#include "SparseMembers.h"
+
 #include <ATen/core/Tensor.h>
 #include <c10/core/Storage.h>
 #include <c10/util/SmallVector.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -30,11 +33,14 @@ DeviceTensorRef describe(const at::Tensor& tensor);
 
 // A tensor argument as a kernel closure owns it: a device tensor as its
 // DeviceTensorRef (never an owning device tensor: its destructor could need
-// the GIL on the worker), a CPU tensor as a private copy.
+// the GIL on the worker), a sparse device tensor as its geometry and its
+// members' refs, a CPU tensor as a private copy.
 struct CapturedTensor {
   bool defined = false;
   bool on_device = false;
   DeviceTensorRef ref;
+  std::optional<SparseGeometry> sparse;
+  std::vector<DeviceTensorRef> sparse_members;
   at::Tensor host;
 };
 
@@ -54,7 +60,8 @@ class KernelMemory {
   // `resizable` lets a CPU kernel reallocate the alias (its data then moves to
   // host memory, which the caller must detect and copy back).
   at::Tensor map(const DeviceTensorRef& ref, bool resizable = false);
-  // The CPU tensor a captured argument stands for (undefined if it was).
+  // The CPU tensor a captured argument stands for (undefined if it was); a
+  // sparse one is assembled over its mapped members.
   at::Tensor use(const CapturedTensor& captured, bool resizable = false);
   // The device storage that a CPU tensor produced inside the kernel still
   // aliases, or nullptr if its data lives in host memory.

@@ -11,7 +11,8 @@
 //
 // Synchronous path: operators whose outputs depend on the data (nonzero,
 // unique, masked_select, ...: their Meta kernel refuses), operators returning
-// non-tensors (equal, is_nonzero, ...). The CPU kernel still runs on the
+// non-tensors (equal, is_nonzero, ...), operators with a sparse argument or
+// result (SparseMembers.h; this fallback also serves the sparse keys). The CPU kernel still runs on the
 // stream's worker over device memory; the caller waits for it, then gets the
 // results (host results are copied into new device memory by a device kernel).
 //
@@ -26,6 +27,7 @@
 #include "KernelLaunch.h"
 #include "OperatorDevice.h"
 #include "Resize.h"
+#include "SparseMembers.h"
 
 #include "../core/Device.h"
 #include "../core/Generator.h"
@@ -64,6 +66,30 @@ void forEachTensor(const c10::IValue& value, F&& visit) {
       }
     }
   }
+}
+
+// Like forEachTensor, with sparse tensors visited as their strided members.
+template <typename F>
+void forEachStridedTensor(const c10::IValue& value, F&& visit) {
+  forEachTensor(value, [&](const at::Tensor& tensor) {
+    if (tensor.defined() && isSparseLayout(tensor.layout())) {
+      for (const at::Tensor& member : sparseMembers(tensor)) {
+        visit(member);
+      }
+    } else {
+      visit(tensor);
+    }
+  });
+}
+
+bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
+  bool sparse = false;
+  for (const c10::IValue& value : args) {
+    forEachTensor(value, [&](const at::Tensor& tensor) {
+      sparse = sparse || (tensor.defined() && isSparseLayout(tensor.layout()));
+    });
+  }
+  return sparse;
 }
 
 bool isOptionalTensorList(const c10::TypePtr& type) {
@@ -415,6 +441,15 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   } catch (const std::exception&) {
     return false;  // no usable Meta kernel, or data-dependent: the CPU kernel decides
   }
+  for (size_t r = 0; r < num_returns; ++r) {
+    bool strided = true;
+    forEachTensor(meta_stack[r], [&](const at::Tensor& meta) {
+      strided = strided && (!meta.defined() || meta.layout() == c10::kStrided);
+    });
+    if (!strided) {
+      return false;  // a sparse result: its member sizes depend on the data
+    }
+  }
   meta_warnings.issue();
 
   std::vector<FreshOutput> fresh;
@@ -468,25 +503,79 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   return true;
 }
 
+// The device storages a tensor returned by the synchronous CPU call still
+// aliases (nullptr: host memory): its own, or its members' if it is sparse.
+struct ResultBases {
+  void* base = nullptr;
+  std::vector<void*> members;
+};
+
+// The CPU key whose kernel takes these arguments: a compressed sparse
+// argument selects SparseCsrCPU, a COO one SparseCPU (the dispatcher's order).
+c10::DispatchKey cpuKernelKey(const torch::jit::Stack& cpu_arguments) {
+  c10::DispatchKey key = c10::DispatchKey::CPU;
+  for (const c10::IValue& value : cpu_arguments) {
+    forEachTensor(value, [&](const at::Tensor& tensor) {
+      if (!tensor.defined() || tensor.layout() == c10::kStrided) {
+        return;
+      }
+      if (tensor.layout() == c10::kSparse && key == c10::DispatchKey::CPU) {
+        key = c10::DispatchKey::SparseCPU;
+      } else if (isSparseLayout(tensor.layout()) && tensor.layout() != c10::kSparse) {
+        key = c10::DispatchKey::SparseCsrCPU;
+      }
+    });
+  }
+  return key;
+}
+
 // What the synchronous CPU call produced, handed from the worker to the caller.
 struct SyncOutcome {
   std::exception_ptr error;
   torch::jit::Stack returns;
-  std::vector<std::vector<void*>> device_bases;  // per return (per list element): aliased device storage
+  std::vector<std::vector<ResultBases>> bases;  // per return, per list element
 };
+
+ResultBases resultBases(const at::Tensor& cpu, const KernelMemory& memory) {
+  ResultBases bases;
+  if (cpu.defined() && isSparseLayout(cpu.layout())) {
+    for (const at::Tensor& member : sparseMembers(cpu)) {
+      bases.members.push_back(memory.deviceBaseOf(member));
+    }
+  } else {
+    bases.base = memory.deviceBaseOf(cpu);
+  }
+  return bases;
+}
 
 // Turns a tensor the synchronous CPU call returned into the device tensor to
 // return: an argument it aliases (updated in place for out= arguments), a view
 // of an argument's device storage, or new device memory holding a host result.
-at::Tensor adoptSyncResult(const at::Tensor& cpu, void* device_base, const at::Tensor* mutated_argument,
+// A sparse result is adopted member by member.
+at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, const at::Tensor* mutated_argument,
                            c10::ArrayRef<c10::IValue> args, c10::DeviceIndex device, const MydevStream& stream,
                            const std::string& name) {
   if (!cpu.defined()) {
     return cpu;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(!cpu.is_quantized() && cpu.layout() == c10::kStrided, name, " returns a ",
-                              cpu.is_quantized() ? "quantized" : "non-strided", " tensor (", cpu.toString(),
-                              "), and mydev tensors are strided and not quantized");
+  TORCH_CHECK_NOT_IMPLEMENTED(!cpu.is_quantized() && (cpu.layout() == c10::kStrided || isSparseLayout(cpu.layout())),
+                              name, " returns a ", cpu.is_quantized() ? "quantized" : "non-strided",
+                              " tensor (", cpu.toString(), "), and mydev tensors are strided or sparse, not ",
+                              cpu.is_quantized() ? "quantized" : cpu.layout() == c10::kMkldnn ? "mkldnn" : "that layout");
+  if (isSparseLayout(cpu.layout())) {
+    const std::vector<at::Tensor> cpu_members = sparseMembers(cpu);
+    std::vector<at::Tensor> members;
+    for (size_t k = 0; k < cpu_members.size(); ++k) {
+      members.push_back(
+          adoptSyncResult(cpu_members[k], ResultBases{bases.members[k], {}}, nullptr, args, device, stream, name));
+    }
+    if (mutated_argument != nullptr) {
+      replaceSparseMembers(*mutated_argument, sparseGeometry(cpu), members);
+      return *mutated_argument;
+    }
+    return assembleSparse(sparseGeometry(cpu), members);
+  }
+  void* device_base = bases.base;
   at::Tensor target;
   if (mutated_argument != nullptr) {
     target = *mutated_argument;
@@ -499,7 +588,7 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, void* device_base, const at::T
   } else if (device_base != nullptr) {
     for (const c10::IValue& value : args) {
       std::optional<at::Tensor> match;
-      forEachTensor(value, [&](const at::Tensor& tensor) {
+      forEachStridedTensor(value, [&](const at::Tensor& tensor) {
         if (!match.has_value() && isMydev(tensor) && tensor.storage().data() == device_base) {
           match = tensor;
         }
@@ -536,17 +625,17 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
     KernelMemory memory;
     try {
       torch::jit::Stack cpu = cpuStack(slots, memory, /*resizable_outputs=*/true);
-      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &cpu);
+      op.redispatchBoxed(c10::DispatchKeySet(cpuKernelKey(cpu)), &cpu);
       for (const c10::IValue& value : cpu) {
-        std::vector<void*> bases;
+        std::vector<ResultBases> bases;
         if (value.isTensor()) {
-          bases.push_back(memory.deviceBaseOf(value.toTensor()));
+          bases.push_back(resultBases(value.toTensor(), memory));
         } else if (value.isTensorList()) {
           for (const at::Tensor& tensor : value.toTensorVector()) {
-            bases.push_back(memory.deviceBaseOf(tensor));
+            bases.push_back(resultBases(tensor, memory));
           }
         }
-        outcome->device_bases.push_back(std::move(bases));
+        outcome->bases.push_back(std::move(bases));
       }
       outcome->returns = std::move(cpu);
     } catch (...) {
@@ -572,13 +661,13 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
       }
     }
     if (value.isTensor()) {
-      results.emplace_back(adoptSyncResult(value.toTensor(), outcome->device_bases[r][0], mutated_argument, args,
+      results.emplace_back(adoptSyncResult(value.toTensor(), outcome->bases[r][0], mutated_argument, args,
                                            device, stream, name));
     } else if (value.isTensorList()) {
       c10::List<at::Tensor> list;
       const auto tensors = value.toTensorVector();
       for (size_t k = 0; k < tensors.size(); ++k) {
-        list.push_back(adoptSyncResult(tensors[k], outcome->device_bases[r][k], nullptr, args, device, stream, name));
+        list.push_back(adoptSyncResult(tensors[k], outcome->bases[r][k], nullptr, args, device, stream, name));
       }
       results.emplace_back(std::move(list));
     } else {
@@ -602,12 +691,17 @@ void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   admitFallback(name);
   ScopedDevice on_device(device);
   const MydevStream stream = getCurrentMydevStream(device);
-  if (runsSynchronously(schema) || !tryAsynchronously(op, stack, device, stream)) {
+  // Sparse arguments have no Meta mirrors, and their members' sizes follow the data.
+  if (hasSparseArgument(args) || runsSynchronously(schema) || !tryAsynchronously(op, stack, device, stream)) {
     runSynchronously(op, stack, device, stream);
   }
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnDevice>()); }
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnDevice>()); }
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
+}
 
 // A structured operator without a PrivateUse1 kernel resolves to its
 // CompositeExplicitAutogradNonFunctional kernel before any fallback: that

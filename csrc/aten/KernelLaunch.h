@@ -15,6 +15,7 @@
 #include "../core/Stream.h"
 
 #include <ATen/Context.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <c10/util/Exception.h>
 
 #include <exception>
@@ -30,9 +31,13 @@ struct KernelClosure {
   F body;
 };
 
+// A kernel runs as a backend kernel runs on the calling thread: below
+// autograd. ATen code that builds tensors inside a kernel (the CPU sparse
+// kernels, among others) asserts that autograd is excluded from dispatch.
 template <typename F>
 void runKernelClosure(void* args) {
   KernelWarningCollector warnings;
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
   try {
     static_cast<KernelClosure<F>*>(args)->body();
   } catch (const c10::Error& e) {
