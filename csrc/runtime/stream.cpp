@@ -45,22 +45,55 @@ mydevStream::~mydevStream() {
   if (worker_.joinable()) stop();
 }
 
+void mydevStream::push_locked(mydev::Task task) {
+  if (queued_ == ring_.size()) {
+    std::vector<mydev::Task> grown(ring_.size() * 2);
+    for (size_t i = 0; i < queued_; ++i) grown[i] = std::move(ring_[(head_ + i) % ring_.size()]);
+    ring_ = std::move(grown);
+    head_ = 0;
+  }
+  ring_[(head_ + queued_) % ring_.size()] = std::move(task);
+  ++queued_;
+}
+
 uint64_t mydevStream::submit(mydev::Task task) {
   uint64_t seq;
   bool wake;
+  std::vector<mydev::Task> retired;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
-    queue_.push_back(std::move(task));
+    push_locked(std::move(task));
     seq = submitted_.load(std::memory_order_relaxed) + 1;
     submitted_.store(seq, std::memory_order_release);
     wake = worker_asleep_;
+    if (!retired_.empty()) {
+      retired.swap(retired_);
+      retired_.reserve(retired.size());
+    }
   }
   if (wake) work_cv_.notify_one();
+  for (mydev::Task& done : retired) {
+    if (done.release != nullptr) done.release(done.args);
+  }
   return seq;
 }
 
+void mydevStream::release_retired() {
+  std::vector<mydev::Task> retired;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    retired.swap(retired_);
+  }
+  for (mydev::Task& done : retired) {
+    if (done.release != nullptr) done.release(done.args);
+  }
+}
+
 void mydevStream::wait(uint64_t seq) {
-  if (spin_until([&] { return is_complete(seq); })) return;
+  if (spin_until([&] { return is_complete(seq); })) {
+    release_retired();
+    return;
+  }
   // seq_cst on both sides (waiters_ here, completed_ in run()) guarantees that
   // either the worker sees a waiter and notifies, or we see the completion.
   waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -69,6 +102,7 @@ void mydevStream::wait(uint64_t seq) {
     done_cv_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= seq; });
   }
   waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  release_retired();
 }
 
 void mydevStream::stop() {
@@ -79,28 +113,37 @@ void mydevStream::stop() {
   }
   work_cv_.notify_one();
   worker_.join();
+  release_retired();
   magic.store(0);
 }
 
 bool mydevStream::next_task(mydev::Task* task, uint64_t dequeued) {
   spin_until([&] { return submitted_.load(std::memory_order_acquire) > dequeued; });
   std::unique_lock<std::mutex> lock(queue_mutex_);
-  if (queue_.empty() && !stopping_) {
+  if (queued_ == 0 && !stopping_) {
     worker_asleep_ = true;
-    work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    work_cv_.wait(lock, [&] { return queued_ > 0 || stopping_; });
     worker_asleep_ = false;
   }
-  if (queue_.empty()) return false;
-  *task = std::move(queue_.front());
-  queue_.pop_front();
+  if (queued_ == 0) return false;
+  *task = std::move(ring_[head_]);
+  ring_[head_] = mydev::Task();
+  head_ = (head_ + 1) % ring_.size();
+  --queued_;
   return true;
 }
 
 void mydevStream::run() {
+  mydev::Task task;
   for (uint64_t seq = 1;; ++seq) {
-    mydev::Task task;
     if (!next_task(&task, seq - 1)) return;
     execute(task, seq);
+    {
+      // Retired before the task counts as complete, so that a host thread
+      // whose wait returns finds it and releases it.
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      retired_.push_back(std::move(task));
+    }
     completed_.store(seq, std::memory_order_seq_cst);
     if (waiters_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(done_mutex_);
@@ -118,7 +161,6 @@ void mydevStream::execute(mydev::Task& task, uint64_t seq) {
   if (!mydev::run_kernel(device, task.name.c_str(), task.fn, task.args, &failure)) {
     record_failure(seq, "kernel '" + task.name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
   }
-  if (task.release != nullptr) task.release(task.args);
 }
 
 void mydevStream::record_failure(uint64_t seq, std::string message) {

@@ -6,12 +6,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace mydev {
 
@@ -43,6 +43,11 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   bool is_complete(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
   // Blocks until task `seq` (and so every earlier one) has run.
   void wait(uint64_t seq);
+  // Destroys the tasks the worker ran since the last call (running their
+  // release functions) on this thread: memory a host thread allocated for a
+  // task is freed by a host thread, never by the worker, so that the two
+  // threads do not contend for the allocator's locks on every launch.
+  void release_retired();
   // Drains the queue and joins the worker; the stream accepts no more work.
   void stop();
 
@@ -60,11 +65,16 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
  private:
   void run();
   bool next_task(mydev::Task* task, uint64_t dequeued);
+  void push_locked(mydev::Task task);
   void execute(mydev::Task& task, uint64_t seq);
 
   std::mutex queue_mutex_;
   std::condition_variable work_cv_;
-  std::deque<mydev::Task> queue_;
+  // A ring of queued tasks (no allocation per launch once it has grown).
+  std::vector<mydev::Task> ring_ = std::vector<mydev::Task>(64);
+  size_t head_ = 0;
+  size_t queued_ = 0;
+  std::vector<mydev::Task> retired_;
   bool worker_asleep_ = false;
   bool stopping_ = false;
   std::atomic<uint64_t> submitted_{0};

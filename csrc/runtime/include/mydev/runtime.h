@@ -144,8 +144,10 @@ mydevError_t mydevStreamWaitEvent(mydevStream_t stream, mydevEvent_t event);
 typedef void (*mydevKernelFn)(void* args);
 typedef void (*mydevReleaseFn)(void* args);
 // Queues fn(args) on `stream`. `name` (copied) identifies the kernel in errors.
-// `release`, if not NULL, is called with args after the kernel ran, on the
-// worker thread (or immediately if the launch itself fails).
+// `release`, if not NULL, is called with args after the kernel ran, on a host
+// thread: the next one that launches work on or synchronizes with `stream`
+// (or at once if the launch itself fails), so that what the caller allocated
+// for the kernel is freed on a host thread, never on the stream's worker.
 mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args,
                                mydevReleaseFn release, mydevStream_t stream);
 // Called from inside a running kernel: marks it failed with `message` (copied).
