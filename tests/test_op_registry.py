@@ -22,6 +22,10 @@ class TestCoverage(TestCase):
         self.assertEqual(table["aten::nonzero"], "fallback")
         self.assertEqual(table["aten::_thnn_fused_lstm_cell"], "native")
         self.assertEqual(table["aten::_cudnn_rnn"], "unsupported")
+        # Operators only sparse tensors reach: the sparse mydev keys decide.
+        self.assertEqual(table["aten::_coalesce"], "fallback")
+        self.assertEqual(table["aten::_nnz"], "native")
+        self.assertEqual(table["aten::sparse_sampled_addmm"], "fallback")
         self.assertEqual(set(table.values()), set(ops.HOW_IT_RUNS))
         self.assertGreater(len(table), 2000)
 

@@ -43,6 +43,7 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -680,7 +681,47 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
   }
 }
 
+// The sparse keys' backend fallback alone would not reach every sparse
+// operator: the dispatcher prefers an operator's
+// CompositeExplicitAutogradNonFunctional kernel to a fallback, and structured
+// operators (mm, addmm, add, ...) have one, which allocates the output with
+// the first argument's layout and calls the out= variant — where SparseCPU has
+// a kernel of its own for the functional operator, and computes a dense
+// result. So every aten operator that ATen's CPU backend implements for a
+// sparse layout, and that has no mydev kernel (SparseLayouts.cpp), is routed
+// here by name.
+void routeToFallback(torch::Library& library, c10::DispatchKey cpu_key, c10::DispatchKey device_key) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  const std::string prefix = "aten::";
+  for (const c10::OperatorName& name : dispatcher.getAllOpNamesForDispatchKey(cpu_key)) {
+    if (name.name.compare(0, prefix.size(), prefix) != 0) {
+      continue;
+    }
+    const std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
+    if (!op.has_value() || op->hasKernelForDispatchKey(device_key)) {
+      continue;
+    }
+    std::string unqualified = name.name.substr(prefix.size());
+    if (!name.overload_name.empty()) {
+      unqualified += "." + name.overload_name;
+    }
+    library.impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
+  }
+}
+
 }  // namespace
+
+void routeCpuSparseOperatorsToFallback() {
+  static torch::Library coo(torch::Library::IMPL, "aten", c10::DispatchKey::SparsePrivateUse1, __FILE__, __LINE__);
+  static torch::Library compressed(torch::Library::IMPL, "aten", c10::DispatchKey::SparseCsrPrivateUse1, __FILE__,
+                                   __LINE__);
+  static const bool routed = [] {
+    routeToFallback(coo, c10::DispatchKey::SparseCPU, c10::DispatchKey::SparsePrivateUse1);
+    routeToFallback(compressed, c10::DispatchKey::SparseCsrCPU, c10::DispatchKey::SparseCsrPrivateUse1);
+    return true;
+  }();
+  (void)routed;
+}
 
 void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   reissueKernelWarnings();

@@ -11,4 +11,10 @@ namespace torch_mydev {
 // tensors, with ATen's CPU kernel over device memory.
 void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+// Registers runOnDevice, by name, for the sparse operators that need it (see
+// Fallback.cpp). Called once when torch_mydev._C is imported: after every
+// static registration of the extension, so that mydev's own sparse kernels
+// are known and kept.
+void routeCpuSparseOperatorsToFallback();
+
 }  // namespace torch_mydev

@@ -8,8 +8,6 @@
 // the device. Every computing sparse operator (coalesce, add, mm, to_dense,
 // ...) goes to the fallback (Fallback.cpp), which runs ATen's CPU sparse
 // kernel over the members in device memory.
-#include "Fallback.h"
-
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_indices_native.h>
 #include <ATen/ops/_nnz_native.h>
@@ -35,10 +33,7 @@
 #include <ATen/ops/sparse_resize_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
-
-#include <string>
 
 namespace torch_mydev {
 
@@ -84,51 +79,5 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("clone", TORCH_FN(at::native::clone_sparse_compressed));
   m.impl("zero_", TORCH_FN(at::native::zero_sparse_csr_));
 }
-
-namespace {
-
-// The backend fallback alone would not reach every sparse operator: the
-// dispatcher prefers an operator's CompositeExplicitAutogradNonFunctional
-// kernel to a fallback, and structured operators (mm, addmm, add, ...) have
-// one, which allocates the output with the first argument's layout and calls
-// the out= variant — where SparseCPU has a kernel of its own for the
-// functional operator, and computes a dense result. So every aten operator
-// that ATen's CPU backend implements for a sparse layout, and that has no
-// kernel above, is routed to the fallback by name.
-void routeCpuSparseOperators(torch::Library& library, c10::DispatchKey cpu_key, c10::DispatchKey device_key) {
-  auto& dispatcher = c10::Dispatcher::singleton();
-  const std::string prefix = "aten::";
-  for (const c10::OperatorName& name : dispatcher.getAllOpNamesForDispatchKey(cpu_key)) {
-    if (name.name.compare(0, prefix.size(), prefix) != 0) {
-      continue;
-    }
-    const std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
-    if (!op.has_value() || op->hasKernelForDispatchKey(device_key)) {
-      continue;
-    }
-    std::string unqualified = name.name.substr(prefix.size());
-    if (!name.overload_name.empty()) {
-      unqualified += "." + name.overload_name;
-    }
-    library.impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
-  }
-}
-
-struct CpuSparseOperatorsRouted {
-  CpuSparseOperatorsRouted()
-      : coo(torch::Library::IMPL, "aten", c10::DispatchKey::SparsePrivateUse1, __FILE__, __LINE__),
-        compressed(torch::Library::IMPL, "aten", c10::DispatchKey::SparseCsrPrivateUse1, __FILE__, __LINE__) {
-    routeCpuSparseOperators(coo, c10::DispatchKey::SparseCPU, c10::DispatchKey::SparsePrivateUse1);
-    routeCpuSparseOperators(compressed, c10::DispatchKey::SparseCsrCPU, c10::DispatchKey::SparseCsrPrivateUse1);
-  }
-  torch::Library coo;
-  torch::Library compressed;
-};
-
-// After the TORCH_LIBRARY_IMPL blocks above (same translation unit, so in
-// order), whose operators keep their device-generic kernels.
-const CpuSparseOperatorsRouted cpu_sparse_operators_routed;
-
-}  // namespace
 
 }  // namespace torch_mydev

@@ -1,6 +1,7 @@
 // torch_mydev._C: the Python face of the glue. Only what Python cannot reach
 // through PyTorch's own generic APIs (torch.accelerator, torch.Stream,
 // torch.Event, torch.Generator) is bound here.
+#include "../aten/Fallback.h"
 #include "../aten/FallbackPolicy.h"
 #include "../core/CachingAllocator.h"
 #include "../core/Device.h"
@@ -72,6 +73,7 @@ py::dict hostMemoryStats() {
 PYBIND11_MODULE(_C, m) {
   using namespace torch_mydev;
   m.doc() = "Bindings of the mydev PyTorch backend";
+  routeCpuSparseOperatorsToFallback();
 
   m.def("_init", &initRuntime, "Initialises the mydev runtime (called once by torch.mydev._lazy_init)");
   m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });

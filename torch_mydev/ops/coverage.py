@@ -1,7 +1,8 @@
 """The coverage table: for every ATen operator, how it runs on mydev.
 
 Read from the dispatcher itself (the kernel it would pick for the
-PrivateUse1 key), so the table is whatever is registered in this process,
+PrivateUse1 key, or, for an operator that only sparse tensors reach, for the
+sparse mydev keys), so the table is whatever is registered in this process,
 not a list kept by hand.
 """
 import collections
@@ -10,10 +11,10 @@ import re
 import torch
 
 HOW_IT_RUNS = {
-    "native": "a torch_mydev kernel registered for PrivateUse1 (asynchronous, no Meta pass)",
+    "native": "a torch_mydev kernel (PrivateUse1: asynchronous, no Meta pass; sparse keys: ATen's device-generic one)",
     "composite": "a PyTorch composite kernel that calls other operators (each runs its own way)",
     "fallback": "the generic fallback: ATen's CPU kernel over device memory, on the stream",
-    "unsupported": "no kernel: the operator has neither a CPU kernel nor a composite one (CUDA-only, sparse, ...)",
+    "unsupported": "no kernel: the operator has neither a CPU kernel nor a composite one (CUDA-only, nested, ...)",
 }
 
 CoverageEntry = collections.namedtuple("CoverageEntry", ["op", "how", "registered_at"])
@@ -22,28 +23,42 @@ CoverageEntry = collections.namedtuple("CoverageEntry", ["op", "how", "registere
 # fallback by name, so what runs is the fallback.
 _ROUTING_FILES = {"Fallback.cpp"}
 
-_ROW = re.compile(r"^PrivateUse1: registered at (?P<where>\S+) \[(?P<kind>[^\]]+)\]")
+_ROW = re.compile(r"^(?P<key>\w+): registered at (?P<where>\S+) \[(?P<kind>[^\]]+)\]")
+
+# mydev's dispatch keys, each with the CPU key whose kernels its fallback runs.
+_KEYS = {"PrivateUse1": "CPU", "SparsePrivateUse1": "SparseCPU", "SparseCsrPrivateUse1": "SparseCsrCPU"}
 
 
-def _privateuse1_row(op_name):
+def _rows(op_name):
+    rows = {}
     for line in torch._C._dispatch_dump_table(op_name).splitlines():
         match = _ROW.match(line)
-        if match:
-            return match["where"], match["kind"]
-    return None, None
+        if match and match["key"] in _KEYS:
+            rows[match["key"]] = (match["where"], match["kind"])
+    return rows
 
 
-def _classify(op_name):
-    where, kind = _privateuse1_row(op_name)
-    if kind is None:
-        return "unsupported", ""
+def _classify_row(op_name, key, where, kind):
     if kind == "kernel":
         file_name = where.rsplit("/", 1)[-1].split(":")[0]
         return ("fallback" if file_name in _ROUTING_FILES else "native"), where
     if kind == "backend fallback":
-        has_cpu_kernel = torch._C._dispatch_has_kernel_for_dispatch_key(op_name, "CPU")
+        has_cpu_kernel = torch._C._dispatch_has_kernel_for_dispatch_key(op_name, _KEYS[key])
         return ("fallback" if has_cpu_kernel else "unsupported"), where
     return "composite", where
+
+
+def _classify(op_name):
+    """The dense key decides; an operator it leaves unsupported may still run
+    on sparse mydev tensors (a sparse-only operator such as `_coalesce`)."""
+    rows = _rows(op_name)
+    how, where = "unsupported", ""
+    for key in _KEYS:
+        if key in rows:
+            how, where = _classify_row(op_name, key, *rows[key])
+            if how != "unsupported":
+                break
+    return how, where
 
 
 def coverage(namespace="aten"):
