@@ -1,9 +1,11 @@
 """torch.optim's fused optimizer steps on mydev: one native kernel per step
-(ATen's fused CPU step over device memory), equal to the CPU's fused step."""
+(ATen's fused CPU step over device memory), equal to the CPU's fused step; and
+the _foreach_ operators behind foreach=True steps, one native kernel per call."""
 import torch
 from torch.testing._internal.common_device_type import instantiate_device_type_tests
 from torch.testing._internal.common_utils import parametrize, run_tests, TestCase
 
+from torch_mydev import ops
 from torch_mydev.ops import fallback_policy
 
 FUSED = {
@@ -68,6 +70,86 @@ class TestMydevFusedOptimizers(TestCase):
 
 
 instantiate_device_type_tests(TestMydevFusedOptimizers, globals(), only_for="mydev")
+
+
+FOREACH_CALLS = {
+    "add_list_alpha": lambda xs, ys: torch._foreach_add(xs, ys, alpha=2.0),
+    "add_scalar": lambda xs, ys: torch._foreach_add(xs, 1.5),
+    "sub_scalar_list": lambda xs, ys: torch._foreach_sub(xs, [0.5 * i for i in range(len(xs))]),
+    "mul_tensor": lambda xs, ys: torch._foreach_mul(xs, torch.tensor(3.0, device=xs[0].device)),
+    "div_list": lambda xs, ys: torch._foreach_div(xs, [y * y + 1 for y in ys]),
+    "addcmul": lambda xs, ys: torch._foreach_addcmul(xs, ys, ys, value=0.25),
+    "lerp": lambda xs, ys: torch._foreach_lerp(xs, ys, 0.3),
+    "sqrt_of_abs": lambda xs, ys: torch._foreach_sqrt(torch._foreach_abs(xs)),
+    "maximum": lambda xs, ys: torch._foreach_maximum(xs, ys),
+    "norm": lambda xs, ys: torch._foreach_norm(xs, 2),
+    "pow": lambda xs, ys: torch._foreach_pow(xs, 2),
+}
+
+
+def foreach_inputs(device):
+    generator = torch.Generator().manual_seed(2)
+    shapes = [(4, 3), (5,), (), (0, 2)]
+    xs = [torch.randn(shape, generator=generator) for shape in shapes]
+    ys = [torch.randn(shape, generator=generator) for shape in shapes]
+    xs.append(torch.randn(6, 4, generator=generator).t())
+    ys.append(torch.randn(4, 6, generator=generator))
+    return [x.to(device) for x in xs], [y.to(device) for y in ys]
+
+
+class TestMydevForeach(TestCase):
+    @parametrize("name", list(FOREACH_CALLS))
+    def test_functional_foreach_matches_the_cpu(self, device, name):
+        expected = FOREACH_CALLS[name](*foreach_inputs("cpu"))
+        with fallback_policy("error"):
+            actual = FOREACH_CALLS[name](*foreach_inputs(device))
+        self.assertEqual(len(actual), len(expected))
+        for got, want in zip(actual, expected):
+            self.assertEqual(got.device.type, "mydev")
+            self.assertEqual(got.cpu(), want)
+
+    def test_in_place_foreach_updates_every_tensor(self, device):
+        cpu_xs, cpu_ys = foreach_inputs("cpu")
+        xs, ys = foreach_inputs(device)
+        for tensors, others in ((cpu_xs, cpu_ys), (xs, ys)):
+            torch._foreach_mul_(tensors, 0.5)
+            torch._foreach_addcdiv_(tensors, others, [o * o + 1 for o in others], value=-0.1)
+            torch._foreach_zero_(tensors[:1])
+        for got, want in zip(xs, cpu_xs):
+            self.assertEqual(got.cpu(), want)
+
+    def test_foreach_operators_are_native(self, device):
+        table = {entry.op: entry.how for entry in ops.coverage()}
+        for name in ("aten::_foreach_add_.List", "aten::_foreach_addcdiv_.Scalar", "aten::_foreach_norm.Scalar",
+                     "aten::_foreach_lerp_.Scalar", "aten::_foreach_sqrt"):
+            self.assertEqual(table[name], "native", name)
+
+    def test_foreach_errors_are_raised_at_the_call(self, device):
+        xs, ys = foreach_inputs(device)
+        with self.assertRaisesRegex(RuntimeError, "same number of tensors|length"):
+            torch._foreach_add(xs, ys[:2])
+        with self.assertRaisesRegex(RuntimeError, "same device"):
+            torch._foreach_add(xs, [y.cpu() for y in ys])
+        with self.assertRaisesRegex(RuntimeError, "size"):
+            torch._foreach_add_(xs[:1], [torch.ones(7, device=device)])
+        self.assertEqual(xs[0].cpu(), foreach_inputs("cpu")[0][0])
+
+    @parametrize("optimizer", ["adamw", "adam_amsgrad", "sgd_momentum", "rmsprop", "adagrad"])
+    def test_foreach_optimizer_steps_match_the_cpu(self, device, optimizer):
+        make = {
+            "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1, foreach=True),
+            "adam_amsgrad": lambda p: torch.optim.Adam(p, lr=1e-2, amsgrad=True, foreach=True),
+            "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, foreach=True),
+            "rmsprop": lambda p: torch.optim.RMSprop(p, lr=1e-2, foreach=True),
+            "adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1, foreach=True),
+        }[optimizer]
+        expected, _ = run_steps(make, "cpu")
+        with fallback_policy("error"):
+            actual, _ = run_steps(make, device)
+        self.assertEqual(actual, expected)
+
+
+instantiate_device_type_tests(TestMydevForeach, globals(), only_for="mydev")
 
 if __name__ == "__main__":
     run_tests()

@@ -723,19 +723,25 @@ void routeCpuSparseOperatorsToFallback() {
   (void)routed;
 }
 
-void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+void runCpuKernelOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool as_fallback) {
   reissueKernelWarnings();
   const c10::FunctionSchema& schema = op.schema();
   const auto args = torch::jit::last(*stack, schema.arguments().size());
   const std::string name = kernelName(op);
   const c10::DeviceIndex device = operatorDevice(schema, args, name);
-  admitFallback(name);
+  if (as_fallback) {
+    admitFallback(name);
+  }
   ScopedDevice on_device(device);
   const MydevStream stream = getCurrentMydevStream(device);
   // Sparse arguments have no Meta mirrors, and their members' sizes follow the data.
   if (hasSparseArgument(args) || runsSynchronously(schema) || !tryAsynchronously(op, stack, device, stream)) {
     runSynchronously(op, stack, device, stream);
   }
+}
+
+void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  runCpuKernelOnDevice(op, stack, /*as_fallback=*/true);
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnDevice>()); }

@@ -8,7 +8,12 @@
 namespace torch_mydev {
 
 // Runs `op` (arguments on `stack`, results left there) on the device of its
-// tensors, with ATen's CPU kernel over device memory.
+// tensors, with ATen's CPU kernel over device memory. As the fallback, the
+// call is counted and subject to the MYDEV_FALLBACK policy; a native kernel
+// that is ATen's CPU kernel by design passes as_fallback = false.
+void runCpuKernelOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool as_fallback);
+
+// The fallback: runCpuKernelOnDevice(op, stack, true).
 void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // Registers runOnDevice, by name, for the sparse operators that need it (see

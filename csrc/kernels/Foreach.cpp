@@ -1,0 +1,42 @@
+// PyTorch's _foreach_ operators (the optimizers' foreach=True steps,
+// clip_grad_norm_, foreach arithmetic in user code) as one kernel launch per
+// call for the whole tensor list. Their only kernels in ATen are the
+// CompositeExplicitAutograd loops that CPU and every backend without its own
+// share: on mydev that loop would launch one kernel per tensor and per
+// arithmetic step. Here the call goes through the fallback's machinery as a
+// native kernel (not counted as a fallback, not subject to MYDEV_FALLBACK):
+// the composite loop runs once over meta mirrors on the calling thread, which
+// validates the call and sizes the outputs, and once inside a single kernel on
+// the stream, over CPU aliases of device memory.
+#include "../aten/Fallback.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <string>
+
+namespace torch_mydev::native {
+
+namespace {
+
+void runForeach(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  runCpuKernelOnDevice(op, stack, /*as_fallback=*/false);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  const std::string prefix = "aten::_foreach_";
+  for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+    if (name.name.compare(0, prefix.size(), prefix) != 0) {
+      continue;
+    }
+    std::string unqualified = name.name.substr(std::string("aten::").size());
+    if (!name.overload_name.empty()) {
+      unqualified += "." + name.overload_name;
+    }
+    m.impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&runForeach>());
+  }
+}
+
+}  // namespace torch_mydev::native
