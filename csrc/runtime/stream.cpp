@@ -59,34 +59,34 @@ void mydevStream::push_locked(mydev::Task task) {
 uint64_t mydevStream::submit(mydev::Task task) {
   uint64_t seq;
   bool wake;
-  std::vector<mydev::Task> retired;
+  std::lock_guard<std::mutex> releasing(release_mutex_);
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     push_locked(std::move(task));
     seq = submitted_.load(std::memory_order_relaxed) + 1;
     submitted_.store(seq, std::memory_order_release);
     wake = worker_asleep_;
-    if (!retired_.empty()) {
-      retired.swap(retired_);
-      retired_.reserve(retired.size());
-    }
+    retired_.swap(releasing_);
   }
   if (wake) work_cv_.notify_one();
-  for (mydev::Task& done : retired) {
-    if (done.release != nullptr) done.release(done.args);
-  }
+  release_locked();
   return seq;
 }
 
-void mydevStream::release_retired() {
-  std::vector<mydev::Task> retired;
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    retired.swap(retired_);
-  }
-  for (mydev::Task& done : retired) {
+void mydevStream::release_locked() {
+  for (mydev::Task& done : releasing_) {
     if (done.release != nullptr) done.release(done.args);
   }
+  releasing_.clear();
+}
+
+void mydevStream::release_retired() {
+  std::lock_guard<std::mutex> releasing(release_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    retired_.swap(releasing_);
+  }
+  release_locked();
 }
 
 void mydevStream::wait(uint64_t seq) {

@@ -66,6 +66,7 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   void run();
   bool next_task(mydev::Task* task, uint64_t dequeued);
   void push_locked(mydev::Task task);
+  void release_locked();  // with release_mutex_ held
   void execute(mydev::Task& task, uint64_t seq);
 
   std::mutex queue_mutex_;
@@ -74,7 +75,12 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   std::vector<mydev::Task> ring_ = std::vector<mydev::Task>(64);
   size_t head_ = 0;
   size_t queued_ = 0;
-  std::vector<mydev::Task> retired_;
+  std::vector<mydev::Task> retired_;  // run by the worker, not yet released
+
+  // Host threads release retired tasks one at a time; the two vectors trade
+  // places, so that neither thread allocates per task in steady state.
+  std::mutex release_mutex_;
+  std::vector<mydev::Task> releasing_;
   bool worker_asleep_ = false;
   bool stopping_ = false;
   std::atomic<uint64_t> submitted_{0};
