@@ -168,6 +168,32 @@ class TestMydevOps(TestCase):
         device_out.sum().backward()
         self.assertEqual(reference(device_inputs.grad), inputs.grad)
 
+    def test_functional_fallback_operators_fill_new_device_outputs(self, device):
+        # Functional operators without a mydev kernel: outputs sized by the
+        # Meta pass, filled from the CPU kernel's result on the stream; dtype
+        # changes, several outputs, non-contiguous inputs.
+        generator = torch.Generator().manual_seed(3)
+        x = torch.randn(6, 5, generator=generator)
+        z = torch.randn(6, 5, dtype=torch.complex64, generator=generator)
+        calls = {
+            "flip": lambda t, c: torch.flip(t.t(), [0, 1]),
+            "angle": lambda t, c: torch.angle(c),
+            "abs_complex": lambda t, c: torch.abs(c),
+            "aminmax": lambda t, c: torch.aminmax(t, dim=1),
+            "cummax": lambda t, c: torch.cummax(t, dim=0),
+            "dot": lambda t, c: torch.dot(t[0], t[1]),
+            "cdist": lambda t, c: torch.cdist(t, t[:3]),
+            "logcumsumexp": lambda t, c: torch.logcumsumexp(t, 1),
+        }
+        for name, call in calls.items():
+            expected = call(x, z)
+            actual = call(x.to(device), z.to(device))
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            actual = actual if isinstance(actual, tuple) else (actual,)
+            for got, want in zip(actual, expected):
+                self.assertEqual(got.device.type, "mydev", msg=name)
+                self.assertEqual(got.cpu(), want, msg=name)
+
     def test_losses_print_no_resize_warning(self, device):
         # The warning would come from the stream worker, through c10's stderr
         # handler, so only the process's stderr shows it.
