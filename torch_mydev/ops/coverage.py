@@ -11,7 +11,7 @@ import re
 import torch
 
 HOW_IT_RUNS = {
-    "native": "a torch_mydev kernel: checks and output geometry on the host, computation queued on the stream",
+    "native": "a torch_mydev kernel: checks and output geometry on the host, any computation queued on the stream",
     "composite": "a PyTorch composite kernel that calls other operators (each runs its own way)",
     "fallback": "the generic fallback: ATen's CPU kernel over device memory, on the stream",
     "unsupported": "no kernel: the operator has neither a CPU kernel nor a composite one (CUDA-only, nested, ...)",
