@@ -12,9 +12,10 @@
 // Synchronous path: operators whose outputs depend on the data (nonzero,
 // unique, masked_select, ...: their Meta kernel refuses), operators returning
 // non-tensors (equal, is_nonzero, ...), operators with a sparse argument or
-// result (SparseMembers.h; this fallback also serves the sparse keys). The CPU kernel still runs on the
-// stream's worker over device memory; the caller waits for it, then gets the
-// results (host results are copied into new device memory by a device kernel).
+// result (SparseMembers.h; this fallback also serves the sparse keys). The
+// CPU kernel still runs on the stream's worker over device memory; the caller
+// waits for it, then gets the results (host results are copied into new
+// device memory by a device kernel).
 //
 // Random operators take either path; their generator argument becomes the
 // device generator's CPU engine, which the kernel draws from in stream order
