@@ -391,6 +391,20 @@ class TestMydevOps(TestCase):
         self.assertEqual(torch.nansum(torch.ones(2, 2, device=device), dim=[]).cpu(), torch.tensor(4.0))
         torch.mydev.synchronize()
 
+    def test_frexp_checks_dtypes_at_the_call(self, device):
+        # frexp's Meta kernel checks neither the input's nor the outputs' dtypes.
+        x = torch.randn(4, 4)
+        with self.assertRaisesRegex(RuntimeError, r"torch\.frexp\(\) only supports floating-point dtypes"):
+            torch.frexp(torch.ones(3, dtype=torch.int64, device=device))
+        mantissa = torch.empty(4, 4, dtype=torch.float64, device=device)
+        exponent = torch.empty(4, 4, dtype=torch.int32, device=device)
+        with self.assertRaisesRegex(RuntimeError, r"torch\.frexp\(\) expects mantissa to have dtype float"):
+            torch.frexp(x.to(device), out=(mantissa, exponent))
+        torch.mydev.synchronize()
+        expected = torch.frexp(x)
+        actual = torch.frexp(x.to(device))
+        self.assertEqual((actual.mantissa.cpu(), actual.exponent.cpu()), (expected.mantissa, expected.exponent))
+
     @parametrize("reduce", [torch.var, torch.std, torch.var_mean, torch.std_mean], name_fn=lambda f: f.__name__)
     @dtypes(torch.float32, torch.complex64)
     def test_variance_warns_at_the_call_and_matches_the_cpu(self, device, dtype, reduce):

@@ -142,7 +142,8 @@ bool isGeneratorArgument(const c10::Argument& argument) {
 // CPU kernel makes, so that their errors would arrive late, on the stream:
 // nansum's 64-dimension limit, bucketize's 1-D boundaries, searchsorted's
 // output dtype, histc's finite range, median's and nanmedian's non-empty
-// reduction dimension (found by upstream test_reductions.py).
+// reduction dimension (found by upstream test_reductions.py), frexp's input
+// and output dtypes (test_unary_ufuncs.py).
 bool metaCannotStandInForCpu(const c10::OperatorName& name) {
   static const std::unordered_set<std::string> names = {
       "aten::nansum",
@@ -151,6 +152,7 @@ bool metaCannotStandInForCpu(const c10::OperatorName& name) {
       "aten::histc",
       "aten::median",
       "aten::nanmedian",
+      "aten::frexp",
       "aten::quantize_per_tensor",
       "aten::quantize_per_tensor_dynamic",
       "aten::quantize_per_channel",
