@@ -562,10 +562,10 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, cons
   if (!cpu.defined()) {
     return cpu;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(!cpu.is_quantized() && (cpu.layout() == c10::kStrided || isSparseLayout(cpu.layout())),
-                              name, " returns a ", cpu.is_quantized() ? "quantized" : "non-strided",
-                              " tensor (", cpu.toString(), "), and mydev tensors are strided or sparse, not ",
-                              cpu.is_quantized() ? "quantized" : cpu.layout() == c10::kMkldnn ? "mkldnn" : "that layout");
+  TORCH_CHECK_NOT_IMPLEMENTED(!cpu.is_quantized(), name, " returns a quantized tensor (", cpu.toString(),
+                              "), and mydev tensors are not quantized");
+  TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided || isSparseLayout(cpu.layout()), name,
+                              " returns a tensor of layout ", cpu.layout(), ", and mydev tensors are strided or sparse");
   if (isSparseLayout(cpu.layout())) {
     const std::vector<at::Tensor> cpu_members = sparseMembers(cpu);
     std::vector<at::Tensor> members;
@@ -704,15 +704,19 @@ void routeToFallback(torch::Library& library, c10::DispatchKey cpu_key, c10::Dis
     if (!op.has_value() || op->hasKernelForDispatchKey(device_key)) {
       continue;
     }
-    std::string unqualified = name.name.substr(prefix.size());
-    if (!name.overload_name.empty()) {
-      unqualified += "." + name.overload_name;
-    }
-    library.impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
+    library.impl(atenImplName(name).c_str(), torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
   }
 }
 
 }  // namespace
+
+std::string atenImplName(const c10::OperatorName& name) {
+  std::string unqualified = name.name.substr(std::string("aten::").size());
+  if (!name.overload_name.empty()) {
+    unqualified += "." + name.overload_name;
+  }
+  return unqualified;
+}
 
 void routeCpuSparseOperatorsToFallback() {
   static torch::Library coo(torch::Library::IMPL, "aten", c10::DispatchKey::SparsePrivateUse1, __FILE__, __LINE__);

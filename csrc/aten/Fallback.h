@@ -5,6 +5,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include <string>
+
 namespace torch_mydev {
 
 // Runs `op` (arguments on `stack`, results left there) on the device of its
@@ -15,6 +17,10 @@ void runCpuKernelOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stac
 
 // The fallback: runCpuKernelOnDevice(op, stack, true).
 void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// The name torch::Library::impl takes for an aten operator (aten::add with
+// overload "out" -> "add.out").
+std::string atenImplName(const c10::OperatorName& name);
 
 // Registers runOnDevice, by name, for the sparse operators that need it (see
 // Fallback.cpp). Called once when torch_mydev._C is imported: after every

@@ -31,11 +31,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     if (name.name.compare(0, prefix.size(), prefix) != 0) {
       continue;
     }
-    std::string unqualified = name.name.substr(std::string("aten::").size());
-    if (!name.overload_name.empty()) {
-      unqualified += "." + name.overload_name;
-    }
-    m.impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&runForeach>());
+    m.impl(atenImplName(name).c_str(), torch::CppFunction::makeFromBoxedFunction<&runForeach>());
   }
 }
 
