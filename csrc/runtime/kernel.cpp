@@ -1,3 +1,4 @@
+#include <cstring>
 #include <exception>
 
 #include "internal.h"
@@ -63,7 +64,7 @@ mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args, m
   task.fn = fn;
   task.args = args;
   task.release = release;
-  task.name = name != nullptr ? name : "<unnamed>";
+  std::strncpy(task.name, name != nullptr ? name : "<unnamed>", kMaxKernelName);
   const uint64_t seq = stream->submit(std::move(task));
   if (!config().launch_blocking) return mydevSuccess;
   stream->wait(seq);

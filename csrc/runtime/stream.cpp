@@ -158,8 +158,9 @@ void mydevStream::execute(mydev::Task& task, uint64_t seq) {
     return;
   }
   std::string failure;
-  if (!mydev::run_kernel(device, task.name.c_str(), task.fn, task.args, &failure)) {
-    record_failure(seq, "kernel '" + task.name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
+  if (!mydev::run_kernel(device, task.name, task.fn, task.args, &failure)) {
+    record_failure(seq, std::string("kernel '") + task.name + "' failed on mydev:" + std::to_string(device) + ": " +
+                            failure);
   }
 }
 

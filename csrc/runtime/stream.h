@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,12 +16,16 @@
 
 namespace mydev {
 
+// Kernel names are kept in the task itself: a launch allocates nothing for
+// its name. Longer names are cut (they only label error messages).
+constexpr size_t kMaxKernelName = 63;
+
 struct Task {
   // A user kernel (fn != NULL), run with the kernel context set ...
   mydevKernelFn fn = nullptr;
   void* args = nullptr;
   mydevReleaseFn release = nullptr;
-  std::string name;
+  char name[kMaxKernelName + 1] = {};
   // ... or runtime work: copies, event markers, waits on other streams.
   std::function<void()> op;
 };

@@ -908,6 +908,17 @@ TEST(stream_wait_event_across_devices) { check_stream_wait_event(0, 1); }
 
 void fail_with_boom(void*) { mydevKernelFail("boom"); }
 
+// Names are copied into the launch (no allocation); longer ones are cut.
+TEST(kernel_failure_names_the_first_63_characters_of_the_kernel) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  const std::string long_name = std::string(60, 'k') + "_and_more";
+  CHECK_OK(mydevLaunchKernel(long_name.c_str(), fail_with_boom, nullptr, nullptr, stream));
+  CHECK_ERR(mydevStreamSynchronize(stream), mydevErrorLaunchFailure);
+  CHECK_EQ(last_message(), "kernel '" + long_name.substr(0, 63) + "' failed on mydev:0: boom");
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
 TEST(kernel_failure_is_reported_once_at_next_sync) {
   mydevStream_t stream = nullptr;
   CHECK_OK(mydevStreamCreate(&stream));

@@ -143,7 +143,8 @@ mydevError_t mydevStreamWaitEvent(mydevStream_t stream, mydevEvent_t event);
 // ---- kernels ---------------------------------------------------------------
 typedef void (*mydevKernelFn)(void* args);
 typedef void (*mydevReleaseFn)(void* args);
-// Queues fn(args) on `stream`. `name` (copied) identifies the kernel in errors.
+// Queues fn(args) on `stream`. `name` (its first 63 characters are copied)
+// identifies the kernel in errors.
 // `release`, if not NULL, is called with args after the kernel ran, on a host
 // thread: the next one that launches work on or synchronizes with `stream`
 // (or at once if the launch itself fails), so that what the caller allocated
