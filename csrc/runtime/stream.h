@@ -74,28 +74,34 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   void release_locked();  // with release_mutex_ held
   void execute(mydev::Task& task, uint64_t seq);
 
-  std::mutex queue_mutex_;
+  // The host and the worker run on different cores and touch this object on
+  // every launch: what each side writes sits on cache lines of its own, so
+  // that a write does not evict what the other side is reading (the worker
+  // polls submitted_ while the host fills the ring, for one).
+  static constexpr size_t kCacheLine = 64;
+
+  alignas(kCacheLine) std::mutex queue_mutex_;
   std::condition_variable work_cv_;
   // A ring of queued tasks (no allocation per launch once it has grown).
   std::vector<mydev::Task> ring_ = std::vector<mydev::Task>(64);
   size_t head_ = 0;
   size_t queued_ = 0;
   std::vector<mydev::Task> retired_;  // run by the worker, not yet released
+  bool worker_asleep_ = false;
+  bool stopping_ = false;
 
   // Host threads release retired tasks one at a time; the two vectors trade
   // places, so that neither thread allocates per task in steady state.
-  std::mutex release_mutex_;
+  alignas(kCacheLine) std::mutex release_mutex_;
   std::vector<mydev::Task> releasing_;
-  bool worker_asleep_ = false;
-  bool stopping_ = false;
-  std::atomic<uint64_t> submitted_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> submitted_{0};
 
-  std::atomic<uint64_t> completed_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> completed_{0};
   std::atomic<int> waiters_{0};
   std::mutex done_mutex_;
   std::condition_variable done_cv_;
 
-  std::mutex failure_mutex_;
+  alignas(kCacheLine) std::mutex failure_mutex_;
   std::atomic<bool> has_failure_{false};
   uint64_t failure_seq_ = 0;
   std::string failure_;
