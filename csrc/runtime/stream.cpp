@@ -13,20 +13,12 @@ namespace {
 // finishes quickly then costs no futex round trip.
 constexpr std::chrono::microseconds kSpinTime{30};
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 template <typename Predicate>
 bool spin_until(Predicate done) {
   const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   do {
     if (done()) return true;
-    cpu_relax();
+    mydev::cpu_relax();
   } while (std::chrono::steady_clock::now() < deadline);
   return done();
 }
@@ -58,17 +50,20 @@ void mydevStream::push_locked(mydev::Task task) {
 
 uint64_t mydevStream::submit(mydev::Task task) {
   uint64_t seq;
-  bool wake;
   std::lock_guard<std::mutex> releasing(release_mutex_);
   {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
+    std::lock_guard<mydev::SpinLock> lock(queue_lock_);
     push_locked(std::move(task));
     seq = submitted_.load(std::memory_order_relaxed) + 1;
-    submitted_.store(seq, std::memory_order_release);
-    wake = worker_asleep_;
+    // seq_cst here and on worker_asleep_ (next_task): either the worker sees
+    // this task before it sleeps, or this thread sees it asleep.
+    submitted_.store(seq, std::memory_order_seq_cst);
     retired_.swap(releasing_);
   }
-  if (wake) work_cv_.notify_one();
+  if (worker_asleep_.load(std::memory_order_seq_cst)) {
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    work_cv_.notify_one();
+  }
   release_locked();
   return seq;
 }
@@ -83,7 +78,7 @@ void mydevStream::release_locked() {
 void mydevStream::release_retired() {
   std::lock_guard<std::mutex> releasing(release_mutex_);
   {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
+    std::lock_guard<mydev::SpinLock> lock(queue_lock_);
     retired_.swap(releasing_);
   }
   release_locked();
@@ -108,8 +103,8 @@ void mydevStream::wait(uint64_t seq) {
 void mydevStream::stop() {
   wait(submitted());
   {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    stopping_.store(true, std::memory_order_seq_cst);
   }
   work_cv_.notify_one();
   worker_.join();
@@ -118,14 +113,17 @@ void mydevStream::stop() {
 }
 
 bool mydevStream::next_task(mydev::Task* task, uint64_t dequeued) {
-  spin_until([&] { return submitted_.load(std::memory_order_acquire) > dequeued; });
-  std::unique_lock<std::mutex> lock(queue_mutex_);
-  if (queued_ == 0 && !stopping_) {
-    worker_asleep_ = true;
-    work_cv_.wait(lock, [&] { return queued_ > 0 || stopping_; });
-    worker_asleep_ = false;
+  const auto has_work = [&] {
+    return submitted_.load(std::memory_order_seq_cst) > dequeued || stopping_.load(std::memory_order_seq_cst);
+  };
+  if (!spin_until(has_work)) {
+    std::unique_lock<std::mutex> lock(sleep_mutex_);
+    worker_asleep_.store(true, std::memory_order_seq_cst);
+    work_cv_.wait(lock, has_work);
+    worker_asleep_.store(false, std::memory_order_relaxed);
   }
-  if (queued_ == 0) return false;
+  std::lock_guard<mydev::SpinLock> lock(queue_lock_);
+  if (queued_ == 0) return false;  // stopping, and drained
   *task = std::move(ring_[head_]);
   ring_[head_] = mydev::Task();
   head_ = (head_ + 1) % ring_.size();
@@ -141,7 +139,7 @@ void mydevStream::run() {
     {
       // Retired before the task counts as complete, so that a host thread
       // whose wait returns finds it and releases it.
-      std::lock_guard<std::mutex> lock(queue_mutex_);
+      std::lock_guard<mydev::SpinLock> lock(queue_lock_);
       retired_.push_back(std::move(task));
     }
     completed_.store(seq, std::memory_order_seq_cst);

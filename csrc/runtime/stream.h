@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "spin_lock.h"
+
 namespace mydev {
 
 // Kernel names are kept in the task itself: a launch allocates nothing for
@@ -80,21 +82,26 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // polls submitted_ while the host fills the ring, for one).
   static constexpr size_t kCacheLine = 64;
 
-  alignas(kCacheLine) std::mutex queue_mutex_;
-  std::condition_variable work_cv_;
+  // Guards the ring, retired_ and their swap with releasing_.
+  alignas(kCacheLine) mydev::SpinLock queue_lock_;
   // A ring of queued tasks (no allocation per launch once it has grown).
   std::vector<mydev::Task> ring_ = std::vector<mydev::Task>(64);
   size_t head_ = 0;
   size_t queued_ = 0;
   std::vector<mydev::Task> retired_;  // run by the worker, not yet released
-  bool worker_asleep_ = false;
-  bool stopping_ = false;
+
+  // The worker sleeps on work_cv_ only after spinning on an empty queue; a
+  // submitter takes sleep_mutex_ only to wake it.
+  alignas(kCacheLine) std::mutex sleep_mutex_;
+  std::condition_variable work_cv_;
+  std::atomic<bool> worker_asleep_{false};
 
   // Host threads release retired tasks one at a time; the two vectors trade
   // places, so that neither thread allocates per task in steady state.
   alignas(kCacheLine) std::mutex release_mutex_;
   std::vector<mydev::Task> releasing_;
   alignas(kCacheLine) std::atomic<uint64_t> submitted_{0};
+  std::atomic<bool> stopping_{false};
 
   alignas(kCacheLine) std::atomic<uint64_t> completed_{0};
   std::atomic<int> waiters_{0};
