@@ -5,6 +5,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <atomic>
+
 namespace torch_mydev {
 
 c10::DeviceIndex deviceCount() noexcept {
@@ -23,9 +25,16 @@ c10::DeviceIndex currentDevice() {
 
 // Unlike deviceCount(), reports why the runtime cannot be used (a forked
 // child, a bad configuration) instead of pretending there are no devices.
+// Every operator checks its device, so the count is asked of the runtime only
+// until it answers once (it is fixed for the life of the process); a forked
+// child is still refused by the runtime call the operator makes next.
 void checkDeviceIndex(c10::DeviceIndex device) {
-  int count = 0;
-  MYDEV_CHECK(mydevGetDeviceCount(&count));
+  static std::atomic<int> known_count{-1};
+  int count = known_count.load(std::memory_order_relaxed);
+  if (count < 0 || device < 0 || device >= count) {
+    MYDEV_CHECK(mydevGetDeviceCount(&count));
+    known_count.store(count, std::memory_order_relaxed);
+  }
   TORCH_CHECK(device >= 0 && device < count, "Invalid device index ", static_cast<int>(device),
               " for mydev: ", count, " device(s) available (valid indices 0..", count - 1, "; set MYDEV_DEVICE_COUNT to simulate more)");
 }

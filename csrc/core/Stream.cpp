@@ -19,6 +19,7 @@ namespace {
 constexpr int kPriorityPools = 2;  // 0: normal priority, 1: high priority
 
 struct DeviceStreams {
+  std::atomic<mydevStream_t> default_stream{nullptr};
   std::mutex create_mutex;
   std::array<std::atomic<mydevStream_t>, kPriorityPools * kStreamsPerPool> pool{};
   std::array<std::atomic<uint32_t>, kPriorityPools> next{};
@@ -63,12 +64,16 @@ MydevStream::MydevStream(c10::Stream stream) : stream_(stream) {
 
 mydevStream_t MydevStream::handle() const {
   const auto device = device_index();
+  auto& streams = *allDeviceStreams().at(static_cast<size_t>(device));
   if (id() == 0) {
-    mydevStream_t result = nullptr;
-    MYDEV_CHECK(mydevDeviceGetDefaultStream(device, &result));
+    // Asked of the runtime once per device: every kernel launch needs it.
+    mydevStream_t result = streams.default_stream.load(std::memory_order_acquire);
+    if (result == nullptr) {
+      MYDEV_CHECK(mydevDeviceGetDefaultStream(device, &result));
+      streams.default_stream.store(result, std::memory_order_release);
+    }
     return result;
   }
-  auto& streams = *allDeviceStreams().at(static_cast<size_t>(device));
   auto& slot = streams.pool.at(static_cast<size_t>(id() - 1));
   mydevStream_t result = slot.load(std::memory_order_acquire);
   if (result != nullptr) {
