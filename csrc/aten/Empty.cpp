@@ -1,5 +1,7 @@
 // Tensor creation: every mydev tensor's memory comes from the caching allocator
 // on the requested device.
+#include "Empty.h"
+
 #include "../core/CachingAllocator.h"
 #include "../core/Device.h"
 
@@ -23,21 +25,29 @@ at::Tensor emptyMemoryFormat(c10::IntArrayRef size, std::optional<c10::ScalarTyp
                              std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                              std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
   checkTensorOptions(layout, pin_memory);
-  ScopedDevice on_device(resolveDevice(device.has_value() ? device->index() : -1));
-  return at::detail::empty_generic(size, cachingAllocator(), mydevKeys(),
-                                   dtype.value_or(c10::get_default_dtype_as_scalartype()), memory_format);
+  return emptyOnDevice(size, {},
+                       at::TensorOptions().dtype(dtype).device(device).memory_format(memory_format));
 }
 
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                         std::optional<bool> pin_memory) {
   checkTensorOptions(layout, pin_memory);
-  ScopedDevice on_device(resolveDevice(device.has_value() ? device->index() : -1));
-  return at::detail::empty_strided_generic(size, stride, cachingAllocator(), mydevKeys(),
-                                           dtype.value_or(c10::get_default_dtype_as_scalartype()));
+  return emptyOnDevice(size, stride, at::TensorOptions().dtype(dtype).device(device));
 }
 
 }  // namespace
+
+at::Tensor emptyOnDevice(c10::IntArrayRef sizes, c10::IntArrayRef strides, const at::TensorOptions& options) {
+  const c10::Device device = options.device();
+  ScopedDevice on_device(resolveDevice(device.type() == c10::DeviceType::PrivateUse1 ? device.index() : -1));
+  const c10::ScalarType dtype = options.has_dtype() ? c10::typeMetaToScalarType(options.dtype())
+                                                    : c10::get_default_dtype_as_scalartype();
+  if (!strides.empty()) {
+    return at::detail::empty_strided_generic(sizes, strides, cachingAllocator(), mydevKeys(), dtype);
+  }
+  return at::detail::empty_generic(sizes, cachingAllocator(), mydevKeys(), dtype, options.memory_format_opt());
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(emptyMemoryFormat));

@@ -12,6 +12,8 @@
 
 #include "NativeCall.h"
 
+#include "../aten/Empty.h"
+
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorMeta.h>
 #include <ATen/native/Resize.h>
@@ -54,7 +56,11 @@ class StructuredGeometry final : public Meta {
   void setOutput(int64_t index, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) {
     at::Tensor& out = outputs[index];
     if (!out.defined()) {
-      out = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+      if (options.device().type() == c10::DeviceType::PrivateUse1) {
+        out = emptyOnDevice(sizes, strides, options);
+      } else {
+        out = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+      }
     } else {
       TORCH_CHECK(options.dtype() == out.dtype(), "Expected out tensor to have dtype ", options.dtype(), ", but got ",
                   out.dtype(), " instead");
@@ -215,6 +221,24 @@ struct StructuredFunctional<Meta, CpuOutf, Name, Result (*)(Args...)> {
   using Kernel = detail::FunctionalKernel<Meta, CpuOutf, Name, kOutputs, Inputs>;
 };
 
+// StructuredInplace<Meta, &at::cpu::op_outf, Name>::call has the signature of
+// the in-place overload (self as Tensor&, then the other inputs) and runs the
+// out= kernel with self as its output. PyTorch's composite in-place kernel
+// would run the meta function itself and then call the out= kernel, which runs
+// it again. Only for TensorIterator metas: the iterator itself raises the CPU's
+// errors for a self that cannot hold the result (a broadcast shape, a dtype it
+// cannot be cast to), which other meta functions leave to the in-place wrapper.
+template <typename Meta, auto CpuOutf, const char* Name>
+struct StructuredInplace {
+  static_assert(std::is_base_of_v<at::TensorIteratorBase, Meta>, "in-place forwarding needs a TensorIterator meta");
+
+  template <typename... Inputs>
+  static at::Tensor& call(at::Tensor& self, Inputs... inputs) {
+    StructuredOut<Meta, CpuOutf, Name>::call(self, inputs..., self);
+    return self;
+  }
+};
+
 }  // namespace torch_mydev::native
 
 // Registers the out= overload `schema` of a structured operator, given its
@@ -235,4 +259,15 @@ struct StructuredFunctional<Meta, CpuOutf, Name, Result (*)(Args...)> {
     (library).impl(functional_schema,                                                                           \
                    TORCH_FN((::torch_mydev::native::StructuredFunctional<at::meta::meta_class, cpu_outf,        \
                                                                          kFunctionalName>::Kernel::call)));     \
+  } while (0)
+
+// Registers the in-place overload `inplace_schema` of a TensorIterator-based
+// structured operator, whose in-place signature is `Tensor& (Tensor& self,
+// Inputs...)` (StructuredInplace).
+#define MYDEV_STRUCTURED_INPLACE(library, inplace_schema, meta_class, cpu_outf, ...)                            \
+  do {                                                                                                          \
+    static constexpr char kInplaceName[] = "aten::" inplace_schema;                                            \
+    (library).impl(inplace_schema,                                                                              \
+                   TORCH_FN((::torch_mydev::native::StructuredInplace<at::meta::meta_class, cpu_outf,           \
+                                                                      kInplaceName>::template call<__VA_ARGS__>))); \
   } while (0)
