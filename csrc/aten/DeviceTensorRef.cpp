@@ -7,8 +7,11 @@
 
 namespace torch_mydev {
 
-DeviceTensorRef describe(const at::Tensor& tensor) {
-  DeviceTensorRef ref;
+namespace {
+
+// Fills `ref` in place: a kernel launch describes every tensor argument, and
+// building a DeviceTensorRef to copy it would copy its shape vectors twice.
+void describeInto(const at::Tensor& tensor, DeviceTensorRef& ref) {
   const c10::Storage& storage = tensor.storage();
   ref.storage_base = const_cast<void*>(storage.data());
   ref.storage_nbytes = storage.nbytes();
@@ -18,6 +21,13 @@ DeviceTensorRef describe(const at::Tensor& tensor) {
   ref.dtype = tensor.scalar_type();
   ref.is_conj = tensor.is_conj();
   ref.is_neg = tensor.is_neg();
+}
+
+}  // namespace
+
+DeviceTensorRef describe(const at::Tensor& tensor) {
+  DeviceTensorRef ref;
+  describeInto(tensor, ref);
   return ref;
 }
 
@@ -30,12 +40,14 @@ CapturedTensor captureTensor(const at::Tensor& tensor) {
   if (tensor.device().type() == c10::DeviceType::PrivateUse1) {
     captured.on_device = true;
     if (isSparseLayout(tensor.layout())) {
-      captured.sparse = sparseGeometry(tensor);
+      auto sparse = std::make_shared<CapturedSparseTensor>();
+      sparse->geometry = sparseGeometry(tensor);
       for (const at::Tensor& member : sparseMembers(tensor)) {
-        captured.sparse_members.push_back(describe(member));
+        sparse->members.push_back(describe(member));
       }
+      captured.sparse = std::move(sparse);
     } else {
-      captured.ref = describe(tensor);
+      describeInto(tensor, captured.ref);
     }
   } else {
     // A Python number wrapped by the argument parser is private to this call;
@@ -52,12 +64,12 @@ at::Tensor KernelMemory::use(const CapturedTensor& captured, bool resizable) {
   if (!captured.on_device) {
     return captured.host;
   }
-  if (captured.sparse.has_value()) {
+  if (captured.sparse != nullptr) {
     std::vector<at::Tensor> members;
-    for (const DeviceTensorRef& member : captured.sparse_members) {
+    for (const DeviceTensorRef& member : captured.sparse->members) {
       members.push_back(map(member, resizable));
     }
-    return assembleSparse(*captured.sparse, members);
+    return assembleSparse(captured.sparse->geometry, members);
   }
   return map(captured.ref, resizable);
 }

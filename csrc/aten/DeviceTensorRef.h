@@ -12,6 +12,7 @@
 #include <c10/core/Storage.h>
 #include <c10/util/SmallVector.h>
 
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -35,12 +36,19 @@ DeviceTensorRef describe(const at::Tensor& tensor);
 // DeviceTensorRef (never an owning device tensor: its destructor could need
 // the GIL on the worker), a sparse device tensor as its geometry and its
 // members' refs, a CPU tensor as a private copy.
+struct CapturedSparseTensor {
+  SparseGeometry geometry;
+  std::vector<DeviceTensorRef> members;
+};
+
+// Sized for the common case, a dense device tensor: every native launch
+// builds a few of these and the stream worker reads them from another core,
+// so the rare sparse description lives behind a pointer.
 struct CapturedTensor {
   bool defined = false;
   bool on_device = false;
   DeviceTensorRef ref;
-  std::optional<SparseGeometry> sparse;
-  std::vector<DeviceTensorRef> sparse_members;
+  std::shared_ptr<const CapturedSparseTensor> sparse;
   at::Tensor host;
 };
 

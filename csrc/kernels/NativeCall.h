@@ -81,13 +81,16 @@ class NativeCall {
   // runs ATen's CPU kernel; its exceptions fail the kernel (KernelLaunch.h).
   template <typename... Args, typename Body>
   void launch(Body body, const Args&... args) {
-    auto captured = std::make_tuple(KernelArgument<std::decay_t<Args>>::capture(args)...);
-    issueHostWarnings();
-    launchKernel(name_, stream_, [body, captured = std::move(captured), issued = host_warnings_.messages()] {
+    // The arguments are captured straight into the kernel closure, which
+    // launchKernel moves once more onto the heap.
+    auto kernel = [body, captured = std::make_tuple(KernelArgument<std::decay_t<Args>>::capture(args)...),
+                   issued = host_warnings_.messages()] {
       IssuedWarningsDropped dropped(issued);
       KernelMemory memory;
       callWith<Args...>(body, captured, memory, std::index_sequence_for<Args...>{});
-    });
+    };
+    issueHostWarnings();
+    launchKernel(name_, stream_, std::move(kernel));
   }
 
  private:
