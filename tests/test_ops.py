@@ -490,6 +490,27 @@ class TestMydevOps(TestCase):
             device_small.logical_and_(large.to(device))
         self.assertEqual(device_small.shape, (4, 4))
 
+    @parametrize("op", ["add_", "sub_", "mul_", "div_"])
+    def test_native_in_place_arithmetic_matches_the_cpu(self, device, op):
+        # add_/sub_/mul_/div_ have their own mydev kernels (one meta pass):
+        # values on a transposed self with a broadcast operand, and the CPU's
+        # errors for a self that cannot hold the result.
+        base = torch.arange(1.0, 7.0).view(2, 3).t()
+        other = torch.tensor([[2.0], [4.0], [8.0]])
+        extra = {"alpha": 3} if op in ("add_", "sub_") else {}
+        expected = getattr(base.clone(), op)(other, **extra)
+        device_base = base.to(device)
+        result = getattr(device_base, op)(other.to(device), **extra)
+        self.assertIs(result, device_base)
+        self.assertEqual(device_base.stride(), (1, 3))
+        self.assertEqual(reference(device_base), expected, atol=0, rtol=0)
+        with self.assertRaisesRegex(RuntimeError, r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+            getattr(torch.ones(3, device=device), op)(torch.ones(2, 3, device=device), **extra)
+        with self.assertRaisesRegex(RuntimeError, "result type Float can't be cast to the desired output type Long"):
+            getattr(torch.ones(3, dtype=torch.long, device=device), op)(torch.full((3,), 2.0, device=device), **extra)
+        with self.assertRaisesRegex(RuntimeError, "Expected all tensors to be on the same device"):
+            getattr(torch.ones(3, device=device), op)(torch.ones(3), **extra)
+
     def test_outputs_the_cpu_kernel_turns_into_conjugate_views(self, device):
         # linalg_lu_solve(left=False) returns a conjugate view on the CPU; on
         # mydev the values must be the same even though the bit stays on the worker.
