@@ -511,6 +511,42 @@ class TestMydevOps(TestCase):
         with self.assertRaisesRegex(RuntimeError, "Expected all tensors to be on the same device"):
             getattr(torch.ones(3, device=device), op)(torch.ones(3), **extra)
 
+    @dtypes(torch.int8, torch.int64, torch.bfloat16, torch.float32, torch.complex64, torch.complex128)
+    def test_abs_is_native_and_matches_the_cpu(self, device, dtype):
+        base = (torch.arange(-6, 6).view(3, 4).t() * 1.5).to(dtype)
+        out_dtype = dtype.to_real() if dtype.is_complex else dtype
+        with fallback_policy("error"):
+            functional = torch.abs(base.to(device))
+            in_place = base.to(device)
+            if not dtype.is_complex:
+                in_place.abs_()
+            into = torch.empty(0, dtype=out_dtype, device=device)
+            torch.abs(base.to(device), out=into)
+        self.assertEqual(reference(functional), torch.abs(base), atol=0, rtol=0)
+        self.assertEqual(functional.stride(), torch.abs(base).stride())
+        self.assertEqual(reference(into), torch.abs(base), atol=0, rtol=0)
+        if not dtype.is_complex:
+            self.assertEqual(reference(in_place), torch.abs(base), atol=0, rtol=0)
+
+    def test_abs_raises_the_cpu_errors_at_the_call(self, device):
+        cases = [
+            (lambda d: torch.abs(torch.ones(3, dtype=torch.bool, device=d)), NotImplementedError,
+             "\"abs_cpu\" not implemented for 'Bool'"),
+            (lambda d: torch.ones(3, dtype=torch.complex64, device=d).abs_(), RuntimeError,
+             "In-place abs is not supported for complex tensors"),
+            (lambda d: torch.abs(torch.ones(3, dtype=torch.complex64, device=d),
+                                 out=torch.empty(3, dtype=torch.int32, device=d)), RuntimeError,
+             "result type Float can't be cast to the desired output type Int"),
+            (lambda d: torch.abs(torch.ones(3, device=d), out=torch.empty(3, dtype=torch.int32, device=d)),
+             RuntimeError, "Found dtype Int but expected Float"),
+        ]
+        for call, error, message in cases:
+            with self.assertRaisesRegex(error, message):
+                call("cpu")
+            with self.assertRaisesRegex(error, message):
+                call(device)
+        torch.mydev.synchronize()
+
     def test_outputs_the_cpu_kernel_turns_into_conjugate_views(self, device):
         # linalg_lu_solve(left=False) returns a conjugate view on the CPU; on
         # mydev the values must be the same even though the bit stays on the worker.

@@ -158,6 +158,27 @@ using BinaryOut = Tensor& (*)(const Tensor&, const Tensor&, Tensor&);
 using TensorScalarOut = Tensor& (*)(const Tensor&, const Scalar&, Tensor&);
 using BinaryAlphaOut = Tensor& (*)(const Tensor&, const Tensor&, const Scalar&, Tensor&);
 
+// abs is not structured: its out= kernel writes a real result for a complex
+// input (through a complex temporary). The checks and the output's geometry
+// follow that kernel on the host: a TensorIterator over the device tensors,
+// or, for a complex input into a real output, the cast check and resize it
+// makes. The functional and in-place forms are ATen's composites over abs.out.
+Tensor& absOut(const Tensor& self, Tensor& out) {
+  NativeCall call("aten::abs.out", self, out);
+  // The one dtype the CPU kernel rejects, at the call rather than on the stream.
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool, "\"abs_cpu\" not implemented for 'Bool'");
+  if (self.is_complex() && !out.is_complex()) {
+    const c10::ScalarType real_type = c10::toRealValueType(self.scalar_type());
+    TORCH_CHECK(c10::canCast(real_type, out.scalar_type()), "result type ", real_type,
+                " can't be cast to the desired output type ", out.scalar_type());
+    at::native::resize_output(out, self.sizes());
+  } else {
+    at::TensorIterator::unary_op(out, self);
+  }
+  call.launch([](const Tensor& self, Tensor out) { at::cpu::abs_outf(self, out); }, self, out);
+  return out;
+}
+
 // mish_backward is not structured (and without this kernel PrivateUse1 would
 // take its composite decomposition, which rounds differently in half
 // precision). TensorIterator computes the output geometry on the host, as in
@@ -361,6 +382,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_STRUCTURED(m, "silu_backward", "silu_backward.grad_input", structured_silu_backward,
                    static_cast<BinaryOut>(&at::cpu::silu_backward_outf));
   m.impl("mish_backward", TORCH_FN(mishBackward));
+  m.impl("abs.out", TORCH_FN(absOut));
   MYDEV_BINARY(hardsigmoid_backward, "grad_input", structured_hardsigmoid_backward);
   MYDEV_STRUCTURED_OUT(m, "threshold_backward.grad_input", structured_threshold_backward,
                        &at::cpu::threshold_backward_outf);
