@@ -299,14 +299,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_STRUCTURED(m, "sub.Tensor", "sub.out", structured_sub_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::sub_outf));
   MYDEV_BINARY_FUNCTIONAL(mul, "Tensor", "out", structured_mul_Tensor);
   MYDEV_BINARY_FUNCTIONAL(div, "Tensor", "out", structured_div_Tensor);
-  MYDEV_STRUCTURED_INPLACE(m, "add_.Tensor", structured_add_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::add_outf),
-                           const Tensor&, const Scalar&);
-  MYDEV_STRUCTURED_INPLACE(m, "sub_.Tensor", structured_sub_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::sub_outf),
-                           const Tensor&, const Scalar&);
-  MYDEV_STRUCTURED_INPLACE(m, "mul_.Tensor", structured_mul_Tensor, static_cast<BinaryOut>(&at::cpu::mul_outf),
-                           const Tensor&);
-  MYDEV_STRUCTURED_INPLACE(m, "div_.Tensor", structured_div_Tensor, static_cast<BinaryOut>(&at::cpu::div_outf),
-                           const Tensor&);
+  MYDEV_STRUCTURED_INPLACE(m, "add_.Tensor", structured_add_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::add_outf));
+  MYDEV_STRUCTURED_INPLACE(m, "sub_.Tensor", structured_sub_Tensor, static_cast<BinaryAlphaOut>(&at::cpu::sub_outf));
+  MYDEV_STRUCTURED_INPLACE(m, "mul_.Tensor", structured_mul_Tensor, static_cast<BinaryOut>(&at::cpu::mul_outf));
+  MYDEV_STRUCTURED_INPLACE(m, "div_.Tensor", structured_div_Tensor, static_cast<BinaryOut>(&at::cpu::div_outf));
   MYDEV_STRUCTURED_OUT(m, "div.out_mode", structured_div_Tensor_mode,
                        static_cast<Tensor& (*)(const Tensor&, const Tensor&, std::optional<std::string_view>, Tensor&)>(
                            &at::cpu::div_outf));

@@ -221,22 +221,39 @@ struct StructuredFunctional<Meta, CpuOutf, Name, Result (*)(Args...)> {
   using Kernel = detail::FunctionalKernel<Meta, CpuOutf, Name, kOutputs, Inputs>;
 };
 
-// StructuredInplace<Meta, &at::cpu::op_outf, Name>::call has the signature of
-// the in-place overload (self as Tensor&, then the other inputs) and runs the
-// out= kernel with self as its output. PyTorch's composite in-place kernel
-// would run the meta function itself and then call the out= kernel, which runs
-// it again. Only for TensorIterator metas: the iterator itself raises the CPU's
-// errors for a self that cannot hold the result (a broadcast shape, a dtype it
-// cannot be cast to), which other meta functions leave to the in-place wrapper.
-template <typename Meta, auto CpuOutf, const char* Name>
-struct StructuredInplace {
-  static_assert(std::is_base_of_v<at::TensorIteratorBase, Meta>, "in-place forwarding needs a TensorIterator meta");
+namespace detail {
 
-  template <typename... Inputs>
-  static at::Tensor& call(at::Tensor& self, Inputs... inputs) {
-    StructuredOut<Meta, CpuOutf, Name>::call(self, inputs..., self);
+template <typename Meta, auto CpuOutf, const char* Name, typename Others>
+struct InplaceKernel;
+
+template <typename Meta, auto CpuOutf, const char* Name, typename... Others>
+struct InplaceKernel<Meta, CpuOutf, Name, std::tuple<Others...>> {
+  static at::Tensor& call(at::Tensor& self, Others... others) {
+    StructuredOut<Meta, CpuOutf, Name>::call(self, others..., self);
     return self;
   }
+};
+
+}  // namespace detail
+
+// StructuredInplace<Meta, &at::cpu::op_outf, Name>::Kernel::call has the
+// signature of the in-place overload (self as Tensor&, then the other inputs,
+// deduced from the out= signature) and runs the out= kernel with self as its
+// output. PyTorch's composite in-place kernel would run the meta function
+// itself and then call the out= kernel, which runs it again. Only for
+// TensorIterator metas: the iterator itself raises the CPU's errors for a self
+// that cannot hold the result (a broadcast shape, a dtype it cannot be cast
+// to), which other meta functions leave to the in-place wrapper.
+template <typename Meta, auto CpuOutf, const char* Name, typename Signature = decltype(CpuOutf)>
+struct StructuredInplace;
+
+template <typename Meta, auto CpuOutf, const char* Name, typename Result, typename Self, typename... Rest>
+struct StructuredInplace<Meta, CpuOutf, Name, Result (*)(Self, Rest...)> {
+  static_assert(std::is_base_of_v<at::TensorIteratorBase, Meta>, "in-place forwarding needs a TensorIterator meta");
+  static_assert(detail::countOutputs<Self, Rest...>() == 1, "in-place forwarding needs a single-output operator");
+  // Rest is the other inputs, then the output.
+  using Others = decltype(detail::leadingTypes<std::tuple<Rest...>>(std::make_index_sequence<sizeof...(Rest) - 1>{}));
+  using Kernel = detail::InplaceKernel<Meta, CpuOutf, Name, Others>;
 };
 
 }  // namespace torch_mydev::native
@@ -262,12 +279,11 @@ struct StructuredInplace {
   } while (0)
 
 // Registers the in-place overload `inplace_schema` of a TensorIterator-based
-// structured operator, whose in-place signature is `Tensor& (Tensor& self,
-// Inputs...)` (StructuredInplace).
-#define MYDEV_STRUCTURED_INPLACE(library, inplace_schema, meta_class, cpu_outf, ...)                            \
+// structured operator with one output (StructuredInplace).
+#define MYDEV_STRUCTURED_INPLACE(library, inplace_schema, meta_class, cpu_outf)                                 \
   do {                                                                                                          \
     static constexpr char kInplaceName[] = "aten::" inplace_schema;                                            \
     (library).impl(inplace_schema,                                                                              \
                    TORCH_FN((::torch_mydev::native::StructuredInplace<at::meta::meta_class, cpu_outf,           \
-                                                                      kInplaceName>::template call<__VA_ARGS__>))); \
+                                                                      kInplaceName>::Kernel::call)));          \
   } while (0)
