@@ -300,6 +300,28 @@ class TestConformanceBuildingBlocks(TestCase):
         self.assertTrue(moved.kwargs["weight"].requires_grad and moved.kwargs["weight"].is_leaf)
         self.assertEqual(moved.kwargs["device"], "mydev")
 
+    def test_a_tensor_used_twice_is_one_tensor_on_the_device(self):
+        # nn.KLDivLoss's scalar sample passes one tensor as input and target: its gradient sums both uses.
+        shared = torch.tensor(0.25, dtype=torch.float64, requires_grad=True) * 1
+        moved = DeviceTransfer("mydev").call(Call(shared, (shared,), {}))
+        self.assertIs(moved.input, moved.args[0])
+        cpu_grad = torch.autograd.grad(torch.nn.functional.kl_div(shared, shared, reduction="sum"), shared)
+        mydev_grad = torch.autograd.grad(torch.nn.functional.kl_div(moved.input, moved.args[0], reduction="sum"), moved.input)
+        self.assertEqual(mydev_grad[0].cpu(), cpu_grad[0], atol=0, rtol=0)
+
+    def test_upstream_skips_that_only_excuse_differences_still_run(self):
+        ops = ops_by_name()
+        # "Overflow when downcasting signed type is undefined": mydev runs the CPU's kernel, so it still compares.
+        overflowing = ops["byte"]
+        result = run_op(overflowing, torch.float32, device=torch.device("mydev"), max_samples=2, backward=False)
+        self.assertEqual(result["status"], "pass", result["reason"])
+        self.assertIsNotNone(result["upstream"]["skip"])
+        # A test written for CUDA only is not run.
+        cuda_only = ops["jiterator_unary"]
+        result = run_op(cuda_only, torch.float32, device=torch.device("mydev"), max_samples=2, backward=False)
+        self.assertEqual(result["status"], "skipped")
+        self.assertIn("Only runs on cuda", result["reason"])
+
     def test_compare_checks_device_dtype_and_values(self):
         expected = torch.tensor([1.0, float("nan"), 3.0])
         self.assertIsNone(compare(expected.to("mydev"), expected, Tolerance(), "mydev", "output"))

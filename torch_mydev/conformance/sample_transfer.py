@@ -5,7 +5,9 @@ input would reach the device contiguous, and a kernel that mishandles strides
 would still pass. Instead each tensor's whole storage is copied and the same
 view (sizes, strides, storage offset, conjugate and negative bits) is rebuilt
 over the copy, so the device sees the memory layout the CPU reference sees.
-Tensors that share a storage on the CPU share one on the device too.
+Tensors that share a storage on the CPU share one on the device too, and a
+tensor that appears twice in a call (``loss(x, x)``) is one tensor on the
+device too: its gradient sums both uses on both sides.
 
 Sample functions are asked for "cpu" and build everything there, so a "cpu"
 device argument (``to("cpu")``, ``zeros(..., device="cpu")``) means "the
@@ -34,11 +36,13 @@ class Call:
 
 
 class DeviceTransfer:
-    """Moves the leaves of one call to ``device``; storages are copied once per transfer."""
+    """Moves the leaves of one call to ``device``; storages and tensors are copied once per transfer."""
 
     def __init__(self, device):
         self.device = torch.device(device)
         self._storages = {}
+        # id() -> (original, moved): holding the original keeps its id from being reused.
+        self._tensors = {}
         self._host = self if self.device.type == HOST else DeviceTransfer(HOST)
 
     def call(self, call, placement=None):
@@ -59,6 +63,11 @@ class DeviceTransfer:
         return value
 
     def tensor(self, tensor):
+        if id(tensor) not in self._tensors:
+            self._tensors[id(tensor)] = (tensor, self._moved(tensor))
+        return self._tensors[id(tensor)][1]
+
+    def _moved(self, tensor):
         if type(tensor) not in (torch.Tensor, torch.nn.Parameter) or tensor.layout != torch.strided:
             # Sparse, nested and subclass tensors have no single strided storage to copy.
             moved = tensor.detach().to(self.device, copy=True)
