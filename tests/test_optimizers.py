@@ -1,6 +1,8 @@
 """torch.optim's fused optimizer steps on mydev: one native kernel per step
 (ATen's fused CPU step over device memory), equal to the CPU's fused step; and
 the _foreach_ operators behind foreach=True steps, one native kernel per call."""
+import re
+
 import torch
 from torch.testing._internal.common_device_type import instantiate_device_type_tests
 from torch.testing._internal.common_utils import parametrize, run_tests, TestCase
@@ -78,8 +80,16 @@ FOREACH_CALLS = {
     "sub_scalar_list": lambda xs, ys: torch._foreach_sub(xs, [0.5 * i for i in range(len(xs))]),
     "mul_tensor": lambda xs, ys: torch._foreach_mul(xs, torch.tensor(3.0, device=xs[0].device)),
     "div_list": lambda xs, ys: torch._foreach_div(xs, [y * y + 1 for y in ys]),
+    "mul_scalar": lambda xs, ys: torch._foreach_mul(xs, 0.75),
+    "mul_scalar_integers": lambda xs, ys: torch._foreach_mul([x.to(torch.int64) for x in xs], 2.5),
     "addcmul": lambda xs, ys: torch._foreach_addcmul(xs, ys, ys, value=0.25),
+    "addcmul_scalar_list": lambda xs, ys: torch._foreach_addcmul(xs, ys, xs, [0.1 * i for i in range(len(xs))]),
+    "addcdiv": lambda xs, ys: torch._foreach_addcdiv(xs, ys, [y * y + 1 for y in ys], value=-0.5),
+    "addcdiv_scalar_list": lambda xs, ys: torch._foreach_addcdiv(xs, xs, [y * y + 1 for y in ys], [2.0] * len(xs)),
     "lerp": lambda xs, ys: torch._foreach_lerp(xs, ys, 0.3),
+    "lerp_scalar_list": lambda xs, ys: torch._foreach_lerp(xs, ys, [0.2 * i for i in range(len(xs))]),
+    "lerp_list": lambda xs, ys: torch._foreach_lerp(xs, ys, [y.sigmoid() for y in ys]),
+    "sqrt": lambda xs, ys: torch._foreach_sqrt(xs),
     "sqrt_of_abs": lambda xs, ys: torch._foreach_sqrt(torch._foreach_abs(xs)),
     "maximum": lambda xs, ys: torch._foreach_maximum(xs, ys),
     "norm": lambda xs, ys: torch._foreach_norm(xs, 2),
@@ -118,10 +128,51 @@ class TestMydevForeach(TestCase):
         for got, want in zip(xs, cpu_xs):
             self.assertEqual(got.cpu(), want)
 
+    def test_in_place_optimizer_steps_update_every_tensor(self, device):
+        # The pointwise steps of foreach Adam/AdamW, with every weight form (ForeachPointwise.cpp).
+        cpu_xs, cpu_ys = foreach_inputs("cpu")
+        xs, ys = foreach_inputs(device)
+        for tensors, others in ((cpu_xs, cpu_ys), (xs, ys)):
+            squares = [o * o + 1 for o in others]
+            with fallback_policy("error"):
+                torch._foreach_lerp_(tensors, others, 0.1)
+                torch._foreach_lerp_(tensors, others, [0.3] * len(tensors))
+                torch._foreach_lerp_(tensors, others, [o.sigmoid() for o in others])
+                torch._foreach_addcmul_(tensors, others, others, 0.01)
+                torch._foreach_addcmul_(tensors, others, squares, [0.5] * len(tensors))
+                torch._foreach_sqrt_(squares)
+                torch._foreach_addcdiv_(tensors, others, squares, -0.2)
+                torch._foreach_addcdiv_(tensors, others, squares, [0.1 * i for i in range(len(tensors))])
+        for got, want in zip(xs, cpu_xs):
+            self.assertEqual(got.cpu(), want)
+
+    def test_pointwise_foreach_errors_match_the_cpu_at_the_call(self, device):
+        def longs(where):
+            return [torch.ones(2, dtype=torch.long, device=where) for _ in range(2)]
+
+        calls = {
+            "list lengths": lambda xs, ys, where: torch._foreach_addcdiv_(xs, ys[:2], ys, 0.5),
+            "scalar list length": lambda xs, ys, where: torch._foreach_lerp_(xs, ys, [0.5]),
+            "empty list": lambda xs, ys, where: torch._foreach_sqrt([]),
+            "broadcast into self": lambda xs, ys, where: torch._foreach_addcmul_(
+                xs[:1], [torch.ones(2, 4, 3, device=where)], xs[:1], 1),
+            "integer division": lambda xs, ys, where: torch._foreach_addcdiv_(
+                longs(where), longs(where), longs(where), 1),
+            "cast into self": lambda xs, ys, where: torch._foreach_sqrt_(longs(where)),
+        }
+        for name, call in calls.items():
+            with self.assertRaises(RuntimeError) as cpu_error:
+                call(*foreach_inputs("cpu"), "cpu")
+            xs, ys = foreach_inputs(device)
+            with self.assertRaisesRegex(RuntimeError, re.escape(str(cpu_error.exception).splitlines()[0])):
+                call(xs, ys, device)
+            self.assertEqual(xs[0].cpu(), foreach_inputs("cpu")[0][0], msg=name)
+
     def test_foreach_operators_are_native(self, device):
         table = {entry.op: entry.how for entry in ops.coverage()}
         for name in ("aten::_foreach_add_.List", "aten::_foreach_addcdiv_.Scalar", "aten::_foreach_norm.Scalar",
-                     "aten::_foreach_lerp_.Scalar", "aten::_foreach_sqrt"):
+                     "aten::_foreach_lerp_.Scalar", "aten::_foreach_lerp_.List", "aten::_foreach_mul.Scalar",
+                     "aten::_foreach_addcmul_.ScalarList", "aten::_foreach_sqrt", "aten::_foreach_sqrt_"):
             self.assertEqual(table[name], "native", name)
 
     def test_foreach_errors_are_raised_at_the_call(self, device):

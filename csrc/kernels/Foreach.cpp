@@ -7,7 +7,11 @@
 // native kernel (not counted as a fallback, not subject to MYDEV_FALLBACK):
 // the composite loop runs once over meta mirrors on the calling thread, which
 // validates the call and sizes the outputs, and once inside a single kernel on
-// the stream, over CPU aliases of device memory.
+// the stream, over CPU aliases of device memory. The optimizers' pointwise
+// steps, whose per-tensor meta kernels are slow Python decompositions, have
+// kernels of their own (ForeachPointwise.cpp).
+#include "ForeachPointwise.h"
+
 #include "../aten/Fallback.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -31,7 +35,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     if (name.name.compare(0, prefix.size(), prefix) != 0) {
       continue;
     }
-    m.impl(atenImplName(name).c_str(), torch::CppFunction::makeFromBoxedFunction<&runForeach>());
+    const std::string impl_name = atenImplName(name);
+    if (pointwiseForeachOverloads().count(impl_name) > 0) {
+      continue;
+    }
+    m.impl(impl_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&runForeach>());
   }
 }
 

@@ -70,6 +70,13 @@ struct KernelArgument<at::OptionalIntArrayRef> {
 };
 
 template <>
+struct KernelArgument<at::ArrayRef<at::Scalar>> {
+  using Stored = std::vector<at::Scalar>;
+  static Stored capture(at::ArrayRef<at::Scalar> values) { return values.vec(); }
+  static at::ArrayRef<at::Scalar> use(const Stored& stored, KernelMemory&) { return stored; }
+};
+
+template <>
 struct KernelArgument<std::string_view> {
   using Stored = std::string;
   static Stored capture(std::string_view text) { return std::string(text); }

@@ -1,0 +1,228 @@
+// Native _foreach_ kernels for the pointwise steps of PyTorch's foreach
+// optimizers (Adam/AdamW: lerp_, mul, addcmul_, sqrt, addcdiv_).
+//
+// Foreach.cpp runs every other _foreach_ operator's composite loop over meta
+// mirrors to validate the call and size its outputs. For these operators that
+// loop is slow: once torch._meta_registrations is imported (by `import torch`
+// itself), their per-tensor Meta kernels are Python decompositions, 40-150 us
+// per tensor, so an AdamW step over 53 parameters spent ~20 ms of host time in
+// meta passes. Here each tensor's geometry comes from the per-tensor operator's
+// C++ structured meta function (the one ATen's CPU kernel runs, so the errors
+// are the CPU's), and the whole list still runs as one kernel on the stream:
+// the CPU out= function for every tensor, over CPU aliases of device memory.
+#include "ForeachPointwise.h"
+
+#include "StructuredOut.h"
+
+#include <ATen/ScalarOps.h>
+#include <ATen/native/ForeachUtils.h>
+#include <ATen/ops/addcdiv_cpu_dispatch.h>
+#include <ATen/ops/addcdiv_meta.h>
+#include <ATen/ops/addcmul_cpu_dispatch.h>
+#include <ATen/ops/addcmul_meta.h>
+#include <ATen/ops/lerp_cpu_dispatch.h>
+#include <ATen/ops/lerp_meta.h>
+#include <ATen/ops/mul_cpu_dispatch.h>
+#include <ATen/ops/mul_meta.h>
+#include <ATen/ops/sqrt_cpu_dispatch.h>
+#include <ATen/ops/sqrt_meta.h>
+#include <torch/library.h>
+
+#include <vector>
+
+namespace torch_mydev::native {
+
+namespace {
+
+// Element i of a foreach argument: a list's i-th entry, or the one value
+// every tensor of the list shares.
+const at::Tensor& nth(at::TensorList list, size_t i) { return list[i]; }
+const at::Tensor& nth(const UsedTensorList& list, size_t i) { return list.tensors[i]; }
+const at::Scalar& nth(at::ArrayRef<at::Scalar> list, size_t i) { return list[i]; }
+const at::Scalar& nth(const at::Scalar& shared, size_t) { return shared; }
+const at::Tensor& nth(const at::Tensor& shared, size_t) { return shared; }
+
+// self[i] = op(self[i], others[i]...), as the CPU's slow foreach loop calls
+// self[i].op_(others[i]...). No self is a conjugate or negative view: the
+// Conjugate and Negative fallbacks refuse those in mutable tensor lists before
+// the call reaches a backend.
+template <typename Meta, auto CpuOutf, const char* Name>
+struct ForeachInplace {
+  template <typename... Others>
+  static void run(at::TensorList self, const Others&... others) {
+    NativeCall native(Name, self, others...);
+    for (size_t i = 0; i < self.size(); ++i) {
+      StructuredGeometry<Meta, 1> geometry({self[i]});
+      geometry.meta(self[i], detail::metaArgument(nth(others, i))...);
+    }
+    native.launch(
+        [](const auto& self_aliases, const auto&... other_aliases) {
+          for (size_t i = 0; i < self_aliases.tensors.size(); ++i) {
+            at::Tensor out = self_aliases.tensors[i];
+            CpuOutf(out, nth(other_aliases, i)..., out);
+          }
+        },
+        self, others...);
+  }
+};
+
+// result[i] = op(self[i], others[i]...), as the CPU's slow foreach loop
+// collects self[i].op(others[i]...).
+template <typename Meta, auto CpuOutf, const char* Name>
+struct ForeachFunctional {
+  template <typename... Others>
+  static std::vector<at::Tensor> run(at::TensorList self, const Others&... others) {
+    NativeCall native(Name, self, others...);
+    std::vector<at::Tensor> results;
+    results.reserve(self.size());
+    for (size_t i = 0; i < self.size(); ++i) {
+      StructuredGeometry<Meta, 1> geometry;
+      geometry.meta(self[i], detail::metaArgument(nth(others, i))...);
+      results.push_back(std::move(geometry.outputs[0]));
+    }
+    native.launch(
+        [](const auto& result_aliases, const auto& self_aliases, const auto&... other_aliases) {
+          for (size_t i = 0; i < self_aliases.tensors.size(); ++i) {
+            at::Tensor out = result_aliases.tensors[i];
+            CpuOutf(self_aliases.tensors[i], nth(other_aliases, i)..., out);
+          }
+        },
+        at::TensorList(results), self, others...);
+    return results;
+  }
+};
+
+using PointwiseOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&,
+                                     at::Tensor&);
+using LerpScalarOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Scalar&, at::Tensor&);
+using LerpTensorOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&);
+using BinaryOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, at::Tensor&);
+using UnaryOut = at::Tensor& (*)(const at::Tensor&, at::Tensor&);
+
+constexpr char kAddcdiv[] = "aten::_foreach_addcdiv";
+constexpr char kAddcmul[] = "aten::_foreach_addcmul";
+constexpr char kLerp[] = "aten::_foreach_lerp";
+constexpr char kMul[] = "aten::_foreach_mul";
+constexpr char kSqrt[] = "aten::_foreach_sqrt";
+
+template <typename Meta, PointwiseOut CpuOutf, const char* Name>
+struct Pointwise {
+  static void scalarInplace(at::TensorList self, at::TensorList tensor1, at::TensorList tensor2,
+                            const at::Scalar& value) {
+    at::native::check_foreach_api_restrictions(self, tensor1, tensor2);
+    ForeachInplace<Meta, CpuOutf, Name>::run(self, tensor1, tensor2, value);
+  }
+
+  static void scalarListInplace(at::TensorList self, at::TensorList tensor1, at::TensorList tensor2,
+                                at::ArrayRef<at::Scalar> scalars) {
+    at::native::check_foreach_api_restrictions(self, tensor1, tensor2, scalars);
+    ForeachInplace<Meta, CpuOutf, Name>::run(self, tensor1, tensor2, scalars);
+  }
+
+  static std::vector<at::Tensor> scalar(at::TensorList self, at::TensorList tensor1, at::TensorList tensor2,
+                                        const at::Scalar& value) {
+    at::native::check_foreach_api_restrictions(self, tensor1, tensor2);
+    return ForeachFunctional<Meta, CpuOutf, Name>::run(self, tensor1, tensor2, value);
+  }
+
+  static std::vector<at::Tensor> scalarList(at::TensorList self, at::TensorList tensor1, at::TensorList tensor2,
+                                            at::ArrayRef<at::Scalar> scalars) {
+    at::native::check_foreach_api_restrictions(self, tensor1, tensor2, scalars);
+    return ForeachFunctional<Meta, CpuOutf, Name>::run(self, tensor1, tensor2, scalars);
+  }
+};
+
+using Addcdiv = Pointwise<at::meta::structured_addcdiv, &at::cpu::addcdiv_outf, kAddcdiv>;
+using Addcmul = Pointwise<at::meta::structured_addcmul, &at::cpu::addcmul_outf, kAddcmul>;
+
+constexpr LerpScalarOut kLerpScalarOut = &at::cpu::lerp_outf;
+constexpr LerpTensorOut kLerpTensorOut = &at::cpu::lerp_outf;
+using LerpScalarInplace = ForeachInplace<at::meta::structured_lerp_Scalar, kLerpScalarOut, kLerp>;
+using LerpTensorInplace = ForeachInplace<at::meta::structured_lerp_Tensor, kLerpTensorOut, kLerp>;
+using LerpScalarFunctional = ForeachFunctional<at::meta::structured_lerp_Scalar, kLerpScalarOut, kLerp>;
+using LerpTensorFunctional = ForeachFunctional<at::meta::structured_lerp_Tensor, kLerpTensorOut, kLerp>;
+
+void lerpScalarInplace(at::TensorList self, at::TensorList ends, const at::Scalar& weight) {
+  at::native::check_foreach_api_restrictions(self, ends);
+  LerpScalarInplace::run(self, ends, weight);
+}
+
+void lerpScalarListInplace(at::TensorList self, at::TensorList ends, at::ArrayRef<at::Scalar> weights) {
+  at::native::check_foreach_api_restrictions(self, ends, weights);
+  LerpScalarInplace::run(self, ends, weights);
+}
+
+void lerpListInplace(at::TensorList self, at::TensorList ends, at::TensorList weights) {
+  at::native::check_foreach_api_restrictions(self, ends, weights);
+  LerpTensorInplace::run(self, ends, weights);
+}
+
+std::vector<at::Tensor> lerpScalar(at::TensorList self, at::TensorList ends, const at::Scalar& weight) {
+  at::native::check_foreach_api_restrictions(self, ends);
+  return LerpScalarFunctional::run(self, ends, weight);
+}
+
+std::vector<at::Tensor> lerpScalarList(at::TensorList self, at::TensorList ends, at::ArrayRef<at::Scalar> weights) {
+  at::native::check_foreach_api_restrictions(self, ends, weights);
+  return LerpScalarFunctional::run(self, ends, weights);
+}
+
+std::vector<at::Tensor> lerpList(at::TensorList self, at::TensorList ends, at::TensorList weights) {
+  at::native::check_foreach_api_restrictions(self, ends, weights);
+  return LerpTensorFunctional::run(self, ends, weights);
+}
+
+// tensor.mul(scalar) multiplies by the scalar wrapped as a number tensor,
+// which takes part in type promotion as a Python number does.
+std::vector<at::Tensor> mulScalar(at::TensorList self, const at::Scalar& scalar) {
+  at::native::check_foreach_api_restrictions(self);
+  const at::Tensor factor = at::native::wrapped_scalar_tensor(scalar);
+  return ForeachFunctional<at::meta::structured_mul_Tensor, static_cast<BinaryOut>(&at::cpu::mul_outf), kMul>::run(
+      self, factor);
+}
+
+std::vector<at::Tensor> sqrt(at::TensorList self) {
+  at::native::check_foreach_api_restrictions(self);
+  return ForeachFunctional<at::meta::structured_sqrt, static_cast<UnaryOut>(&at::cpu::sqrt_outf), kSqrt>::run(self);
+}
+
+void sqrtInplace(at::TensorList self) {
+  at::native::check_foreach_api_restrictions(self);
+  ForeachInplace<at::meta::structured_sqrt, static_cast<UnaryOut>(&at::cpu::sqrt_outf), kSqrt>::run(self);
+}
+
+}  // namespace
+
+const std::unordered_set<std::string>& pointwiseForeachOverloads() {
+  static const std::unordered_set<std::string> names = {
+      "_foreach_addcdiv_.Scalar", "_foreach_addcdiv_.ScalarList", "_foreach_addcdiv.Scalar",
+      "_foreach_addcdiv.ScalarList", "_foreach_addcmul_.Scalar", "_foreach_addcmul_.ScalarList",
+      "_foreach_addcmul.Scalar", "_foreach_addcmul.ScalarList", "_foreach_lerp_.Scalar",
+      "_foreach_lerp_.ScalarList", "_foreach_lerp_.List", "_foreach_lerp.Scalar",
+      "_foreach_lerp.ScalarList", "_foreach_lerp.List", "_foreach_mul.Scalar",
+      "_foreach_sqrt", "_foreach_sqrt_",
+  };
+  return names;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_foreach_addcdiv_.Scalar", TORCH_FN(Addcdiv::scalarInplace));
+  m.impl("_foreach_addcdiv_.ScalarList", TORCH_FN(Addcdiv::scalarListInplace));
+  m.impl("_foreach_addcdiv.Scalar", TORCH_FN(Addcdiv::scalar));
+  m.impl("_foreach_addcdiv.ScalarList", TORCH_FN(Addcdiv::scalarList));
+  m.impl("_foreach_addcmul_.Scalar", TORCH_FN(Addcmul::scalarInplace));
+  m.impl("_foreach_addcmul_.ScalarList", TORCH_FN(Addcmul::scalarListInplace));
+  m.impl("_foreach_addcmul.Scalar", TORCH_FN(Addcmul::scalar));
+  m.impl("_foreach_addcmul.ScalarList", TORCH_FN(Addcmul::scalarList));
+  m.impl("_foreach_lerp_.Scalar", TORCH_FN(lerpScalarInplace));
+  m.impl("_foreach_lerp_.ScalarList", TORCH_FN(lerpScalarListInplace));
+  m.impl("_foreach_lerp_.List", TORCH_FN(lerpListInplace));
+  m.impl("_foreach_lerp.Scalar", TORCH_FN(lerpScalar));
+  m.impl("_foreach_lerp.ScalarList", TORCH_FN(lerpScalarList));
+  m.impl("_foreach_lerp.List", TORCH_FN(lerpList));
+  m.impl("_foreach_mul.Scalar", TORCH_FN(mulScalar));
+  m.impl("_foreach_sqrt", TORCH_FN(sqrt));
+  m.impl("_foreach_sqrt_", TORCH_FN(sqrtInplace));
+}
+
+}  // namespace torch_mydev::native
