@@ -5,9 +5,8 @@ A sample runs the operator RUNS times between two synchronizations, as
 torch.utils.benchmark.Timer times a block of runs on CUDA: the result is the
 operator's steady-state cost, and one sample lasts long enough (~10 ms) that
 the machine's millisecond-scale jitter averages out. What a single operator
-costs when the device has been idle (the stream worker's wake-up and the
-synchronization) is a fixed ~40 us per synchronization, which benchmarks/README.md
-reports separately.
+costs on top when the device has been idle (waking the stream worker and the
+synchronizing thread) is reported separately in benchmarks/README.md.
 """
 import torch
 import torch.nn.functional as F

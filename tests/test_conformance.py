@@ -305,8 +305,9 @@ class TestConformanceBuildingBlocks(TestCase):
         shared = torch.tensor(0.25, dtype=torch.float64, requires_grad=True) * 1
         moved = DeviceTransfer("mydev").call(Call(shared, (shared,), {}))
         self.assertIs(moved.input, moved.args[0])
-        cpu_grad = torch.autograd.grad(torch.nn.functional.kl_div(shared, shared, reduction="sum"), shared)
-        mydev_grad = torch.autograd.grad(torch.nn.functional.kl_div(moved.input, moved.args[0], reduction="sum"), moved.input)
+        kl_div = torch.nn.functional.kl_div
+        cpu_grad = torch.autograd.grad(kl_div(shared, shared, reduction="sum"), shared)
+        mydev_grad = torch.autograd.grad(kl_div(moved.input, moved.args[0], reduction="sum"), moved.input)
         self.assertEqual(mydev_grad[0].cpu(), cpu_grad[0], atol=0, rtol=0)
 
     def test_upstream_skips_that_only_excuse_differences_still_run(self):

@@ -18,6 +18,7 @@
 #include <torch/library.h>
 
 #include <string>
+#include <unordered_set>
 
 namespace torch_mydev::native {
 
@@ -30,13 +31,14 @@ void runForeach(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  const std::unordered_set<std::string> pointwise = registerPointwiseForeachKernels(m);
   const std::string prefix = "aten::_foreach_";
   for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
     if (name.name.compare(0, prefix.size(), prefix) != 0) {
       continue;
     }
     const std::string impl_name = atenImplName(name);
-    if (pointwiseForeachOverloads().count(impl_name) > 0) {
+    if (pointwise.count(impl_name) > 0) {
       continue;
     }
     m.impl(impl_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&runForeach>());

@@ -28,6 +28,7 @@
 #include <ATen/ops/sqrt_meta.h>
 #include <torch/library.h>
 
+#include <utility>
 #include <vector>
 
 namespace torch_mydev::native {
@@ -193,36 +194,30 @@ void sqrtInplace(at::TensorList self) {
 
 }  // namespace
 
-const std::unordered_set<std::string>& pointwiseForeachOverloads() {
-  static const std::unordered_set<std::string> names = {
-      "_foreach_addcdiv_.Scalar", "_foreach_addcdiv_.ScalarList", "_foreach_addcdiv.Scalar",
-      "_foreach_addcdiv.ScalarList", "_foreach_addcmul_.Scalar", "_foreach_addcmul_.ScalarList",
-      "_foreach_addcmul.Scalar", "_foreach_addcmul.ScalarList", "_foreach_lerp_.Scalar",
-      "_foreach_lerp_.ScalarList", "_foreach_lerp_.List", "_foreach_lerp.Scalar",
-      "_foreach_lerp.ScalarList", "_foreach_lerp.List", "_foreach_mul.Scalar",
-      "_foreach_sqrt", "_foreach_sqrt_",
+std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& m) {
+  std::unordered_set<std::string> registered;
+  const auto impl = [&](const char* name, auto&& kernel) {
+    m.impl(name, std::forward<decltype(kernel)>(kernel));
+    registered.insert(name);
   };
-  return names;
-}
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_foreach_addcdiv_.Scalar", TORCH_FN(Addcdiv::scalarInplace));
-  m.impl("_foreach_addcdiv_.ScalarList", TORCH_FN(Addcdiv::scalarListInplace));
-  m.impl("_foreach_addcdiv.Scalar", TORCH_FN(Addcdiv::scalar));
-  m.impl("_foreach_addcdiv.ScalarList", TORCH_FN(Addcdiv::scalarList));
-  m.impl("_foreach_addcmul_.Scalar", TORCH_FN(Addcmul::scalarInplace));
-  m.impl("_foreach_addcmul_.ScalarList", TORCH_FN(Addcmul::scalarListInplace));
-  m.impl("_foreach_addcmul.Scalar", TORCH_FN(Addcmul::scalar));
-  m.impl("_foreach_addcmul.ScalarList", TORCH_FN(Addcmul::scalarList));
-  m.impl("_foreach_lerp_.Scalar", TORCH_FN(lerpScalarInplace));
-  m.impl("_foreach_lerp_.ScalarList", TORCH_FN(lerpScalarListInplace));
-  m.impl("_foreach_lerp_.List", TORCH_FN(lerpListInplace));
-  m.impl("_foreach_lerp.Scalar", TORCH_FN(lerpScalar));
-  m.impl("_foreach_lerp.ScalarList", TORCH_FN(lerpScalarList));
-  m.impl("_foreach_lerp.List", TORCH_FN(lerpList));
-  m.impl("_foreach_mul.Scalar", TORCH_FN(mulScalar));
-  m.impl("_foreach_sqrt", TORCH_FN(sqrt));
-  m.impl("_foreach_sqrt_", TORCH_FN(sqrtInplace));
+  impl("_foreach_addcdiv_.Scalar", TORCH_FN(Addcdiv::scalarInplace));
+  impl("_foreach_addcdiv_.ScalarList", TORCH_FN(Addcdiv::scalarListInplace));
+  impl("_foreach_addcdiv.Scalar", TORCH_FN(Addcdiv::scalar));
+  impl("_foreach_addcdiv.ScalarList", TORCH_FN(Addcdiv::scalarList));
+  impl("_foreach_addcmul_.Scalar", TORCH_FN(Addcmul::scalarInplace));
+  impl("_foreach_addcmul_.ScalarList", TORCH_FN(Addcmul::scalarListInplace));
+  impl("_foreach_addcmul.Scalar", TORCH_FN(Addcmul::scalar));
+  impl("_foreach_addcmul.ScalarList", TORCH_FN(Addcmul::scalarList));
+  impl("_foreach_lerp_.Scalar", TORCH_FN(lerpScalarInplace));
+  impl("_foreach_lerp_.ScalarList", TORCH_FN(lerpScalarListInplace));
+  impl("_foreach_lerp_.List", TORCH_FN(lerpListInplace));
+  impl("_foreach_lerp.Scalar", TORCH_FN(lerpScalar));
+  impl("_foreach_lerp.ScalarList", TORCH_FN(lerpScalarList));
+  impl("_foreach_lerp.List", TORCH_FN(lerpList));
+  impl("_foreach_mul.Scalar", TORCH_FN(mulScalar));
+  impl("_foreach_sqrt", TORCH_FN(sqrt));
+  impl("_foreach_sqrt_", TORCH_FN(sqrtInplace));
+  return registered;
 }
 
 }  // namespace torch_mydev::native
