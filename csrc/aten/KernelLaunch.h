@@ -60,15 +60,24 @@ void releaseKernelClosure(void* args) {
 // changed it. While the flag is on, kernels therefore run before the launch
 // returns (a kernel queued while it is off and run after it was turned on
 // takes a deterministic path, which is a valid result).
-template <typename F>
-void launchKernel(const char* name, const MydevStream& stream, F&& body) {
-  using Body = std::decay_t<F>;
-  auto* closure = new detail::KernelClosure<Body>{std::forward<F>(body)};
+//
+// launchKernelBuiltBy takes a function returning the callable instead, and
+// builds the callable where the launch keeps it: a native launch captures its
+// arguments straight into the kernel's storage, with no move of them after.
+template <typename Make>
+void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make) {
+  using Body = decltype(make());
+  auto* closure = new detail::KernelClosure<Body>{make()};
   MYDEV_CHECK(mydevLaunchKernel(name, &detail::runKernelClosure<Body>, closure,
                                 &detail::releaseKernelClosure<Body>, stream.handle()));
   if (at::globalContext().deterministicAlgorithms()) {
     stream.synchronize();
   }
+}
+
+template <typename F>
+void launchKernel(const char* name, const MydevStream& stream, F&& body) {
+  launchKernelBuiltBy(name, stream, [&]() -> std::decay_t<F> { return std::forward<F>(body); });
 }
 
 }  // namespace torch_mydev

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace torch_mydev::native {
@@ -154,6 +155,28 @@ struct KernelArgument<c10::List<std::optional<at::Tensor>>> {
       list.push_back(tensor.defined ? std::optional<at::Tensor>(memory.use(tensor)) : std::nullopt);
     }
     return list;
+  }
+};
+
+// A launch's arguments as the kernel owns them. Each is captured straight
+// into its own member (a tuple would move every captured value once more).
+template <size_t Index, typename T>
+struct CapturedArgument {
+  explicit CapturedArgument(const T& value) : stored(KernelArgument<T>::capture(value)) {}
+  typename KernelArgument<T>::Stored stored;
+};
+
+template <typename Indices, typename... Args>
+struct CapturedArguments;
+
+template <size_t... I, typename... Args>
+struct CapturedArguments<std::index_sequence<I...>, Args...> : CapturedArgument<I, Args>... {
+  explicit CapturedArguments(const Args&... args) : CapturedArgument<I, Args>(args)... {}
+
+  // body(the CPU-side form of every argument), on the worker.
+  template <typename Body>
+  void call(const Body& body, KernelMemory& memory) const {
+    body(KernelArgument<Args>::use(static_cast<const CapturedArgument<I, Args>&>(*this).stored, memory)...);
   }
 };
 

@@ -19,9 +19,10 @@
 #include "../core/Stream.h"
 
 #include <initializer_list>
-#include <tuple>
+#include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace torch_mydev::native {
 
@@ -81,16 +82,20 @@ class NativeCall {
   // runs ATen's CPU kernel; its exceptions fail the kernel (KernelLaunch.h).
   template <typename... Args, typename Body>
   void launch(Body body, const Args&... args) {
-    // The arguments are captured straight into the kernel closure, which
-    // launchKernel moves once more onto the heap.
-    auto kernel = [body, captured = std::make_tuple(KernelArgument<std::decay_t<Args>>::capture(args)...),
-                   issued = host_warnings_.messages()] {
-      IssuedWarningsDropped dropped(issued);
-      KernelMemory memory;
-      callWith<Args...>(body, captured, memory, std::index_sequence_for<Args...>{});
+    using Captured = CapturedArguments<std::index_sequence_for<Args...>, std::decay_t<Args>...>;
+    struct Kernel {
+      Body body;
+      Captured captured;
+      std::vector<std::string> issued;
+      void operator()() const {
+        IssuedWarningsDropped dropped(issued);
+        KernelMemory memory;
+        captured.call(body, memory);
+      }
     };
     issueHostWarnings();
-    launchKernel(name_, stream_, std::move(kernel));
+    // Every argument is captured once, in place, into the kernel's storage.
+    launchKernelBuiltBy(name_, stream_, [&] { return Kernel{body, Captured(args...), host_warnings_.messages()}; });
   }
 
  private:
@@ -100,11 +105,6 @@ class NativeCall {
     OperatorDevice device;
     (detail::addDevice(device, args), ...);
     return device.resolve(name);
-  }
-
-  template <typename... Args, typename Body, typename Captured, size_t... I>
-  static void callWith(const Body& body, const Captured& captured, KernelMemory& memory, std::index_sequence<I...>) {
-    body(KernelArgument<std::decay_t<Args>>::use(std::get<I>(captured), memory)...);
   }
 
   void issueHostWarnings() {
