@@ -433,6 +433,25 @@ class TestMydevOps(TestCase):
         self.assertNotEqual(torch.mydev.get_rng_state(), device_state)
         self.assertEqual(F.dropout(x.to(device), 0.3, training=False).cpu(), x)
 
+    def test_dropout_backward_is_native_and_matches_the_cpu(self, device):
+        for dtype in (torch.float32, torch.float64, torch.bfloat16):
+            x = torch.randn(64, 8, dtype=dtype)
+            grads = {}
+            for where in ("cpu", device):
+                torch.manual_seed(3)
+                leaf = x.to(where, copy=True).requires_grad_()
+                with fallback_policy("error"):
+                    F.dropout(leaf, 0.25, training=True).sum().backward()
+                grads[where] = leaf.grad.cpu()
+            self.assertEqual(grads[device], grads["cpu"], atol=0, rtol=0)
+        grad, mask = torch.randn(4, 3), torch.rand(4, 3) > 0.5
+        for mask_form in (mask, mask.double(), mask[:1]):
+            expected = torch.ops.aten.native_dropout_backward(grad, mask_form, 2.0)
+            with fallback_policy("error"):
+                actual = torch.ops.aten.native_dropout_backward(grad.to(device), mask_form.to(device), 2.0)
+            self.assertEqual(actual.cpu(), expected, atol=0, rtol=0)
+            self.assertEqual(actual.dtype, expected.dtype)
+
     def test_empty_tensors_in_one_kernel_are_distinct_storages(self, device):
         # Zero-byte storages have no device address; a kernel must not see them as one storage.
         a = torch.randn(5, 0)

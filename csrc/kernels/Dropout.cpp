@@ -4,6 +4,11 @@
 // own use of that generator. This kernel follows ATen's CPU formula with
 // mydev operators, so the mask comes from bernoulli_ on the device generator
 // (same seed, same mask as on the CPU).
+//
+// native_dropout_backward is ATen's CPU formula with mydev operators too: its
+// fallback path would size the result with the Python Meta decomposition that
+// torch._meta_registrations installs (~0.3 ms of host time per call, against
+// two native multiplications).
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/ones_like.h>
@@ -30,8 +35,13 @@ std::tuple<Tensor, Tensor> nativeDropout(const Tensor& input, double p, std::opt
   return {output, mask};
 }
 
+Tensor nativeDropoutBackward(const Tensor& grad, const Tensor& mask, double scale) { return grad * mask * scale; }
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("native_dropout", TORCH_FN(nativeDropout)); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_dropout", TORCH_FN(nativeDropout));
+  m.impl("native_dropout_backward", TORCH_FN(nativeDropoutBackward));
+}
 
 }  // namespace torch_mydev::native
