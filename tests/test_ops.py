@@ -2,6 +2,7 @@
 CPU kernels run over device memory on the stream worker): every result is
 compared with the same computation on the CPU."""
 import copy
+import re
 import warnings
 
 import torch
@@ -167,6 +168,53 @@ class TestMydevOps(TestCase):
         out.sum().backward()
         device_out.sum().backward()
         self.assertEqual(reference(device_inputs.grad), inputs.grad)
+
+    @parametrize("reduction", [0, 1, 2], name_fn=lambda reduction: ["none", "mean", "sum"][reduction])
+    def test_regression_losses_are_native_and_match_the_cpu(self, device, reduction):
+        # Broadcasting, a transposed input, 0-dim and empty inputs, reduced precision; the backward also with mixed
+        # dtypes (promoted, then cast to grad_input) and an out= tensor of the wrong size (resized, as on the CPU).
+        cases = [((5, 7), (5, 7), torch.float32), ((3, 1), (3, 4), torch.float64), ((), (), torch.bfloat16),
+                 ((0, 3), (0, 3), torch.float16), ((6, 4), (4, 6), torch.float32)]
+        for input_shape, target_shape, dtype in cases:
+            input, target = torch.randn(input_shape, dtype=dtype), torch.randn(target_shape, dtype=dtype)
+            if input_shape == (6, 4):
+                input = input.t()
+            grad = torch.randn(torch.broadcast_shapes(input.shape, target.shape) if reduction == 0 else (), dtype=dtype)
+            calls = {
+                "mse_loss": lambda i, t, g: torch.ops.aten.mse_loss(i, t, reduction),
+                "smooth_l1_loss": lambda i, t, g: torch.ops.aten.smooth_l1_loss(i, t, reduction, 0.5),
+                "mse_loss_backward": lambda i, t, g: torch.ops.aten.mse_loss_backward(g, i, t, reduction),
+                "mixed dtypes": lambda i, t, g: torch.ops.aten.mse_loss_backward(g.double(), i, t.double(), reduction),
+                "out=": lambda i, t, g: torch.ops.aten.mse_loss_backward.grad_input(
+                    g, i, t, reduction, grad_input=torch.empty(2, dtype=dtype, device=i.device)),
+            }
+            for name, call in calls.items():
+                expected = call(input, target, grad)
+                with fallback_policy("error"):
+                    actual = call(input.to(device), target.to(device), grad.to(device))
+                self.assertEqual((actual.dtype, actual.shape, actual.stride()),
+                                 (expected.dtype, expected.shape, expected.stride()), msg=name)
+                self.assertEqual(actual.cpu(), expected, atol=0, rtol=0, equal_nan=True, msg=name)
+
+    def test_regression_losses_raise_the_cpu_errors_at_the_call(self, device):
+        calls = {
+            "integer mse_loss": lambda where: torch.ops.aten.mse_loss(
+                torch.ones(3, dtype=torch.long, device=where), torch.ones(3, dtype=torch.long, device=where), 1),
+            "complex smooth_l1_loss": lambda where: torch.ops.aten.smooth_l1_loss(
+                torch.ones(3, dtype=torch.cfloat, device=where), torch.ones(3, dtype=torch.cfloat, device=where), 0, 1.),
+            "negative beta": lambda where: torch.ops.aten.smooth_l1_loss(
+                torch.ones(3, device=where), torch.ones(3, device=where), 1, -1.),
+            "shapes": lambda where: torch.ops.aten.mse_loss(torch.ones(3, device=where), torch.ones(4, device=where), 0),
+            "bool backward": lambda where: torch.ops.aten.mse_loss_backward(
+                *(torch.ones(3, dtype=torch.bool, device=where),) * 3, 1),
+            "integer backward over no elements": lambda where: torch.ops.aten.mse_loss_backward(
+                *(torch.ones(0, dtype=torch.long, device=where),) * 3, 1),
+        }
+        for name, call in calls.items():
+            with self.assertRaises(Exception) as cpu_error:
+                call("cpu")
+            with self.assertRaisesRegex(type(cpu_error.exception), re.escape(str(cpu_error.exception).splitlines()[0])):
+                call(device)
 
     def test_functional_fallback_operators_fill_new_device_outputs(self, device):
         # Functional operators without a mydev kernel: outputs sized by the

@@ -757,16 +757,4 @@ TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
 }
 
-// A structured operator without a PrivateUse1 kernel resolves to its
-// CompositeExplicitAutogradNonFunctional kernel before any fallback: that
-// kernel allocates the final (0-dim) output and calls the out= variant. For
-// these reducing losses, the CPU out= kernel first resizes its output to the
-// unreduced shape, and ATen warns that a non-empty output was resized. Taking
-// the functional operator here runs the CPU functional kernel, as on CPU.
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const char* name : {"mse_loss", "smooth_l1_loss"}) {
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
-  }
-}
-
 }  // namespace torch_mydev
