@@ -80,6 +80,8 @@ FOREACH_CALLS = {
     "sub_scalar_list": lambda xs, ys: torch._foreach_sub(xs, [0.5 * i for i in range(len(xs))]),
     "mul_tensor": lambda xs, ys: torch._foreach_mul(xs, torch.tensor(3.0, device=xs[0].device)),
     "div_list": lambda xs, ys: torch._foreach_div(xs, [y * y + 1 for y in ys]),
+    "div_scalar_list_integers": lambda xs, ys: torch._foreach_div([x.to(torch.int64) for x in xs], [2] * len(xs)),
+    "sub_list_alpha": lambda xs, ys: torch._foreach_sub(xs, ys, alpha=0.5),
     "mul_scalar": lambda xs, ys: torch._foreach_mul(xs, 0.75),
     "mul_scalar_integers": lambda xs, ys: torch._foreach_mul([x.to(torch.int64) for x in xs], 2.5),
     "addcmul": lambda xs, ys: torch._foreach_addcmul(xs, ys, ys, value=0.25),
@@ -123,6 +125,10 @@ class TestMydevForeach(TestCase):
         xs, ys = foreach_inputs(device)
         for tensors, others in ((cpu_xs, cpu_ys), (xs, ys)):
             torch._foreach_mul_(tensors, 0.5)
+            torch._foreach_add_(tensors, others, alpha=0.1)
+            torch._foreach_sub_(tensors, [0.25] * len(tensors))
+            torch._foreach_div_(tensors, 3)
+            torch._foreach_mul_(tensors, others)
             torch._foreach_addcdiv_(tensors, others, [o * o + 1 for o in others], value=-0.1)
             torch._foreach_zero_(tensors[:1])
         for got, want in zip(xs, cpu_xs):
@@ -159,6 +165,9 @@ class TestMydevForeach(TestCase):
             "integer division": lambda xs, ys, where: torch._foreach_addcdiv_(
                 longs(where), longs(where), longs(where), 1),
             "cast into self": lambda xs, ys, where: torch._foreach_sqrt_(longs(where)),
+            "scalar cast into self": lambda xs, ys, where: torch._foreach_mul_(longs(where), 0.5),
+            "bool subtraction": lambda xs, ys, where: torch._foreach_sub([t.bool() for t in longs(where)], True),
+            "alpha for integers": lambda xs, ys, where: torch._foreach_add(longs(where), longs(where), alpha=0.5),
         }
         for name, call in calls.items():
             with self.assertRaises(RuntimeError) as cpu_error:
@@ -172,7 +181,8 @@ class TestMydevForeach(TestCase):
         table = {entry.op: entry.how for entry in ops.coverage()}
         for name in ("aten::_foreach_add_.List", "aten::_foreach_addcdiv_.Scalar", "aten::_foreach_norm.Scalar",
                      "aten::_foreach_lerp_.Scalar", "aten::_foreach_lerp_.List", "aten::_foreach_mul.Scalar",
-                     "aten::_foreach_addcmul_.ScalarList", "aten::_foreach_sqrt", "aten::_foreach_sqrt_"):
+                     "aten::_foreach_addcmul_.ScalarList", "aten::_foreach_sqrt", "aten::_foreach_sqrt_",
+                     "aten::_foreach_sub_.ScalarList", "aten::_foreach_div.List"):
             self.assertEqual(table[name], "native", name)
 
     def test_foreach_errors_are_raised_at_the_call(self, device):

@@ -1,5 +1,7 @@
 // Native _foreach_ kernels for the pointwise steps of PyTorch's foreach
-// optimizers (Adam/AdamW: lerp_, mul, addcmul_, sqrt, addcdiv_).
+// optimizers: lerp, addcmul, addcdiv, sqrt and the arithmetic add, sub, mul
+// and div with a tensor list, a scalar or a scalar list (Adam/AdamW, SGD,
+// RMSprop, Adagrad, clip_grad_norm_'s scaling).
 //
 // Foreach.cpp runs every other _foreach_ operator's composite loop over meta
 // mirrors to validate the call and size its outputs. For these operators that
@@ -16,16 +18,22 @@
 
 #include <ATen/ScalarOps.h>
 #include <ATen/native/ForeachUtils.h>
+#include <ATen/ops/add_cpu_dispatch.h>
+#include <ATen/ops/add_meta.h>
 #include <ATen/ops/addcdiv_cpu_dispatch.h>
 #include <ATen/ops/addcdiv_meta.h>
 #include <ATen/ops/addcmul_cpu_dispatch.h>
 #include <ATen/ops/addcmul_meta.h>
+#include <ATen/ops/div_cpu_dispatch.h>
+#include <ATen/ops/div_meta.h>
 #include <ATen/ops/lerp_cpu_dispatch.h>
 #include <ATen/ops/lerp_meta.h>
 #include <ATen/ops/mul_cpu_dispatch.h>
 #include <ATen/ops/mul_meta.h>
 #include <ATen/ops/sqrt_cpu_dispatch.h>
 #include <ATen/ops/sqrt_meta.h>
+#include <ATen/ops/sub_cpu_dispatch.h>
+#include <ATen/ops/sub_meta.h>
 #include <torch/library.h>
 
 #include <utility>
@@ -98,12 +106,16 @@ using PointwiseOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const
 using LerpScalarOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Scalar&, at::Tensor&);
 using LerpTensorOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&);
 using BinaryOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, at::Tensor&);
+using BinaryAlphaOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Scalar&, at::Tensor&);
 using UnaryOut = at::Tensor& (*)(const at::Tensor&, at::Tensor&);
 
 constexpr char kAddcdiv[] = "aten::_foreach_addcdiv";
 constexpr char kAddcmul[] = "aten::_foreach_addcmul";
 constexpr char kLerp[] = "aten::_foreach_lerp";
+constexpr char kAdd[] = "aten::_foreach_add";
+constexpr char kSub[] = "aten::_foreach_sub";
 constexpr char kMul[] = "aten::_foreach_mul";
+constexpr char kDiv[] = "aten::_foreach_div";
 constexpr char kSqrt[] = "aten::_foreach_sqrt";
 
 template <typename Meta, PointwiseOut CpuOutf, const char* Name>
@@ -173,14 +185,87 @@ std::vector<at::Tensor> lerpList(at::TensorList self, at::TensorList ends, at::T
   return LerpTensorFunctional::run(self, ends, weights);
 }
 
-// tensor.mul(scalar) multiplies by the scalar wrapped as a number tensor,
-// which takes part in type promotion as a Python number does.
-std::vector<at::Tensor> mulScalar(at::TensorList self, const at::Scalar& scalar) {
-  at::native::check_foreach_api_restrictions(self);
-  const at::Tensor factor = at::native::wrapped_scalar_tensor(scalar);
-  return ForeachFunctional<at::meta::structured_mul_Tensor, static_cast<BinaryOut>(&at::cpu::mul_outf), kMul>::run(
-      self, factor);
+// tensor.op(scalar) takes the scalar wrapped as a number tensor, which takes
+// part in type promotion as a Python number does.
+std::vector<at::Tensor> wrappedEach(at::ArrayRef<at::Scalar> scalars) {
+  std::vector<at::Tensor> wrapped;
+  wrapped.reserve(scalars.size());
+  for (const at::Scalar& scalar : scalars) {
+    wrapped.push_back(at::native::wrapped_scalar_tensor(scalar));
+  }
+  return wrapped;
 }
+
+// self[i].op(other[i]) for mul and div, with other a tensor list, one scalar
+// or a scalar list.
+template <typename Meta, BinaryOut CpuOutf, const char* Name>
+struct Binary {
+  using Inplace = ForeachInplace<Meta, CpuOutf, Name>;
+  using Functional = ForeachFunctional<Meta, CpuOutf, Name>;
+
+  static void listInplace(at::TensorList self, at::TensorList other) {
+    at::native::check_foreach_api_restrictions(self, other);
+    Inplace::run(self, other);
+  }
+  static std::vector<at::Tensor> list(at::TensorList self, at::TensorList other) {
+    at::native::check_foreach_api_restrictions(self, other);
+    return Functional::run(self, other);
+  }
+  static void scalarInplace(at::TensorList self, const at::Scalar& scalar) {
+    at::native::check_foreach_api_restrictions(self);
+    Inplace::run(self, at::native::wrapped_scalar_tensor(scalar));
+  }
+  static std::vector<at::Tensor> scalar(at::TensorList self, const at::Scalar& scalar) {
+    at::native::check_foreach_api_restrictions(self);
+    return Functional::run(self, at::native::wrapped_scalar_tensor(scalar));
+  }
+  static void scalarListInplace(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
+    at::native::check_foreach_api_restrictions(self, scalars);
+    Inplace::run(self, at::TensorList(wrappedEach(scalars)));
+  }
+  static std::vector<at::Tensor> scalarList(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
+    at::native::check_foreach_api_restrictions(self, scalars);
+    return Functional::run(self, at::TensorList(wrappedEach(scalars)));
+  }
+};
+
+// The same for add and sub, whose tensor-list form scales other by alpha
+// (their scalar forms use alpha = 1).
+template <typename Meta, BinaryAlphaOut CpuOutf, const char* Name>
+struct BinaryAlpha {
+  using Inplace = ForeachInplace<Meta, CpuOutf, Name>;
+  using Functional = ForeachFunctional<Meta, CpuOutf, Name>;
+
+  static void listInplace(at::TensorList self, at::TensorList other, const at::Scalar& alpha) {
+    at::native::check_foreach_api_restrictions(self, other);
+    Inplace::run(self, other, alpha);
+  }
+  static std::vector<at::Tensor> list(at::TensorList self, at::TensorList other, const at::Scalar& alpha) {
+    at::native::check_foreach_api_restrictions(self, other);
+    return Functional::run(self, other, alpha);
+  }
+  static void scalarInplace(at::TensorList self, const at::Scalar& scalar) {
+    at::native::check_foreach_api_restrictions(self);
+    Inplace::run(self, at::native::wrapped_scalar_tensor(scalar), at::Scalar(1));
+  }
+  static std::vector<at::Tensor> scalar(at::TensorList self, const at::Scalar& scalar) {
+    at::native::check_foreach_api_restrictions(self);
+    return Functional::run(self, at::native::wrapped_scalar_tensor(scalar), at::Scalar(1));
+  }
+  static void scalarListInplace(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
+    at::native::check_foreach_api_restrictions(self, scalars);
+    Inplace::run(self, at::TensorList(wrappedEach(scalars)), at::Scalar(1));
+  }
+  static std::vector<at::Tensor> scalarList(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
+    at::native::check_foreach_api_restrictions(self, scalars);
+    return Functional::run(self, at::TensorList(wrappedEach(scalars)), at::Scalar(1));
+  }
+};
+
+using Add = BinaryAlpha<at::meta::structured_add_Tensor, &at::cpu::add_outf, kAdd>;
+using Sub = BinaryAlpha<at::meta::structured_sub_Tensor, &at::cpu::sub_outf, kSub>;
+using Mul = Binary<at::meta::structured_mul_Tensor, &at::cpu::mul_outf, kMul>;
+using Div = Binary<at::meta::structured_div_Tensor, &at::cpu::div_outf, kDiv>;
 
 std::vector<at::Tensor> sqrt(at::TensorList self) {
   at::native::check_foreach_api_restrictions(self);
@@ -214,7 +299,30 @@ std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& 
   impl("_foreach_lerp.Scalar", TORCH_FN(lerpScalar));
   impl("_foreach_lerp.ScalarList", TORCH_FN(lerpScalarList));
   impl("_foreach_lerp.List", TORCH_FN(lerpList));
-  impl("_foreach_mul.Scalar", TORCH_FN(mulScalar));
+  impl("_foreach_add_.List", TORCH_FN(Add::listInplace));
+  impl("_foreach_add.List", TORCH_FN(Add::list));
+  impl("_foreach_add_.Scalar", TORCH_FN(Add::scalarInplace));
+  impl("_foreach_add.Scalar", TORCH_FN(Add::scalar));
+  impl("_foreach_add_.ScalarList", TORCH_FN(Add::scalarListInplace));
+  impl("_foreach_add.ScalarList", TORCH_FN(Add::scalarList));
+  impl("_foreach_sub_.List", TORCH_FN(Sub::listInplace));
+  impl("_foreach_sub.List", TORCH_FN(Sub::list));
+  impl("_foreach_sub_.Scalar", TORCH_FN(Sub::scalarInplace));
+  impl("_foreach_sub.Scalar", TORCH_FN(Sub::scalar));
+  impl("_foreach_sub_.ScalarList", TORCH_FN(Sub::scalarListInplace));
+  impl("_foreach_sub.ScalarList", TORCH_FN(Sub::scalarList));
+  impl("_foreach_mul_.List", TORCH_FN(Mul::listInplace));
+  impl("_foreach_mul.List", TORCH_FN(Mul::list));
+  impl("_foreach_mul_.Scalar", TORCH_FN(Mul::scalarInplace));
+  impl("_foreach_mul.Scalar", TORCH_FN(Mul::scalar));
+  impl("_foreach_mul_.ScalarList", TORCH_FN(Mul::scalarListInplace));
+  impl("_foreach_mul.ScalarList", TORCH_FN(Mul::scalarList));
+  impl("_foreach_div_.List", TORCH_FN(Div::listInplace));
+  impl("_foreach_div.List", TORCH_FN(Div::list));
+  impl("_foreach_div_.Scalar", TORCH_FN(Div::scalarInplace));
+  impl("_foreach_div.Scalar", TORCH_FN(Div::scalar));
+  impl("_foreach_div_.ScalarList", TORCH_FN(Div::scalarListInplace));
+  impl("_foreach_div.ScalarList", TORCH_FN(Div::scalarList));
   impl("_foreach_sqrt", TORCH_FN(sqrt));
   impl("_foreach_sqrt_", TORCH_FN(sqrtInplace));
   return registered;
