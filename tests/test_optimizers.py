@@ -94,6 +94,8 @@ FOREACH_CALLS = {
     "sqrt": lambda xs, ys: torch._foreach_sqrt(xs),
     "sqrt_of_abs": lambda xs, ys: torch._foreach_sqrt(torch._foreach_abs(xs)),
     "maximum": lambda xs, ys: torch._foreach_maximum(xs, ys),
+    "minimum_scalar_list": lambda xs, ys: torch._foreach_minimum(xs, [0.1 * i for i in range(len(xs))]),
+    "clamp_max_scalar_integers": lambda xs, ys: torch._foreach_clamp_max([x.to(torch.int64) for x in xs], 1),
     "norm": lambda xs, ys: torch._foreach_norm(xs, 2),
     "pow": lambda xs, ys: torch._foreach_pow(xs, 2),
 }
@@ -182,7 +184,8 @@ class TestMydevForeach(TestCase):
         for name in ("aten::_foreach_add_.List", "aten::_foreach_addcdiv_.Scalar", "aten::_foreach_norm.Scalar",
                      "aten::_foreach_lerp_.Scalar", "aten::_foreach_lerp_.List", "aten::_foreach_mul.Scalar",
                      "aten::_foreach_addcmul_.ScalarList", "aten::_foreach_sqrt", "aten::_foreach_sqrt_",
-                     "aten::_foreach_sub_.ScalarList", "aten::_foreach_div.List"):
+                     "aten::_foreach_sub_.ScalarList", "aten::_foreach_div.List", "aten::_foreach_maximum_.List",
+                     "aten::_foreach_clamp_min_.Scalar"):
             self.assertEqual(table[name], "native", name)
 
     def test_foreach_errors_are_raised_at_the_call(self, device):

@@ -1,7 +1,8 @@
 // Native _foreach_ kernels for the pointwise steps of PyTorch's foreach
-// optimizers: lerp, addcmul, addcdiv, sqrt and the arithmetic add, sub, mul
-// and div with a tensor list, a scalar or a scalar list (Adam/AdamW, SGD,
-// RMSprop, Adagrad, clip_grad_norm_'s scaling).
+// optimizers: lerp, addcmul, addcdiv, sqrt, the arithmetic add, sub, mul and
+// div, and clamp_min/clamp_max (= maximum/minimum), with a tensor list, a
+// scalar or a scalar list (Adam/AdamW with or without amsgrad, SGD, RMSprop,
+// Adagrad, clip_grad_norm_'s scaling).
 //
 // Foreach.cpp runs every other _foreach_ operator's composite loop over meta
 // mirrors to validate the call and size its outputs. For these operators that
@@ -24,6 +25,10 @@
 #include <ATen/ops/addcdiv_meta.h>
 #include <ATen/ops/addcmul_cpu_dispatch.h>
 #include <ATen/ops/addcmul_meta.h>
+#include <ATen/ops/clamp_max_cpu_dispatch.h>
+#include <ATen/ops/clamp_max_meta.h>
+#include <ATen/ops/clamp_min_cpu_dispatch.h>
+#include <ATen/ops/clamp_min_meta.h>
 #include <ATen/ops/div_cpu_dispatch.h>
 #include <ATen/ops/div_meta.h>
 #include <ATen/ops/lerp_cpu_dispatch.h>
@@ -108,6 +113,7 @@ using LerpTensorOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, cons
 using BinaryOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, at::Tensor&);
 using BinaryAlphaOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Scalar&, at::Tensor&);
 using UnaryOut = at::Tensor& (*)(const at::Tensor&, at::Tensor&);
+using TensorScalarOut = at::Tensor& (*)(const at::Tensor&, const at::Scalar&, at::Tensor&);
 
 constexpr char kAddcdiv[] = "aten::_foreach_addcdiv";
 constexpr char kAddcmul[] = "aten::_foreach_addcmul";
@@ -116,6 +122,8 @@ constexpr char kAdd[] = "aten::_foreach_add";
 constexpr char kSub[] = "aten::_foreach_sub";
 constexpr char kMul[] = "aten::_foreach_mul";
 constexpr char kDiv[] = "aten::_foreach_div";
+constexpr char kClampMin[] = "aten::_foreach_clamp_min";
+constexpr char kClampMax[] = "aten::_foreach_clamp_max";
 constexpr char kSqrt[] = "aten::_foreach_sqrt";
 
 template <typename Meta, PointwiseOut CpuOutf, const char* Name>
@@ -262,6 +270,42 @@ struct BinaryAlpha {
   }
 };
 
+// self[i].clamp_min(other[i]) and clamp_max, which are also the CPU's
+// _foreach_maximum and _foreach_minimum. A scalar bound is passed as a Scalar
+// (the operators have a Scalar overload of their own), not wrapped.
+template <typename TensorMeta, BinaryOut TensorOutf, typename ScalarMeta, TensorScalarOut ScalarOutf, const char* Name>
+struct Clamp {
+  static void listInplace(at::TensorList self, at::TensorList other) {
+    at::native::check_foreach_api_restrictions(self, other);
+    ForeachInplace<TensorMeta, TensorOutf, Name>::run(self, other);
+  }
+  static std::vector<at::Tensor> list(at::TensorList self, at::TensorList other) {
+    at::native::check_foreach_api_restrictions(self, other);
+    return ForeachFunctional<TensorMeta, TensorOutf, Name>::run(self, other);
+  }
+  static void scalarInplace(at::TensorList self, const at::Scalar& scalar) {
+    at::native::check_foreach_api_restrictions(self);
+    ForeachInplace<ScalarMeta, ScalarOutf, Name>::run(self, scalar);
+  }
+  static std::vector<at::Tensor> scalar(at::TensorList self, const at::Scalar& scalar) {
+    at::native::check_foreach_api_restrictions(self);
+    return ForeachFunctional<ScalarMeta, ScalarOutf, Name>::run(self, scalar);
+  }
+  static void scalarListInplace(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
+    at::native::check_foreach_api_restrictions(self, scalars);
+    ForeachInplace<ScalarMeta, ScalarOutf, Name>::run(self, scalars);
+  }
+  static std::vector<at::Tensor> scalarList(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
+    at::native::check_foreach_api_restrictions(self, scalars);
+    return ForeachFunctional<ScalarMeta, ScalarOutf, Name>::run(self, scalars);
+  }
+};
+
+using ClampMin = Clamp<at::meta::structured_clamp_min_Tensor, &at::cpu::clamp_min_outf, at::meta::structured_clamp_min,
+                       &at::cpu::clamp_min_outf, kClampMin>;
+using ClampMax = Clamp<at::meta::structured_clamp_max_Tensor, &at::cpu::clamp_max_outf, at::meta::structured_clamp_max,
+                       &at::cpu::clamp_max_outf, kClampMax>;
+
 using Add = BinaryAlpha<at::meta::structured_add_Tensor, &at::cpu::add_outf, kAdd>;
 using Sub = BinaryAlpha<at::meta::structured_sub_Tensor, &at::cpu::sub_outf, kSub>;
 using Mul = Binary<at::meta::structured_mul_Tensor, &at::cpu::mul_outf, kMul>;
@@ -323,6 +367,30 @@ std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& 
   impl("_foreach_div.Scalar", TORCH_FN(Div::scalar));
   impl("_foreach_div_.ScalarList", TORCH_FN(Div::scalarListInplace));
   impl("_foreach_div.ScalarList", TORCH_FN(Div::scalarList));
+  impl("_foreach_clamp_min_.List", TORCH_FN(ClampMin::listInplace));
+  impl("_foreach_clamp_min.List", TORCH_FN(ClampMin::list));
+  impl("_foreach_clamp_min_.Scalar", TORCH_FN(ClampMin::scalarInplace));
+  impl("_foreach_clamp_min.Scalar", TORCH_FN(ClampMin::scalar));
+  impl("_foreach_clamp_min_.ScalarList", TORCH_FN(ClampMin::scalarListInplace));
+  impl("_foreach_clamp_min.ScalarList", TORCH_FN(ClampMin::scalarList));
+  impl("_foreach_maximum_.List", TORCH_FN(ClampMin::listInplace));
+  impl("_foreach_maximum.List", TORCH_FN(ClampMin::list));
+  impl("_foreach_maximum_.Scalar", TORCH_FN(ClampMin::scalarInplace));
+  impl("_foreach_maximum.Scalar", TORCH_FN(ClampMin::scalar));
+  impl("_foreach_maximum_.ScalarList", TORCH_FN(ClampMin::scalarListInplace));
+  impl("_foreach_maximum.ScalarList", TORCH_FN(ClampMin::scalarList));
+  impl("_foreach_clamp_max_.List", TORCH_FN(ClampMax::listInplace));
+  impl("_foreach_clamp_max.List", TORCH_FN(ClampMax::list));
+  impl("_foreach_clamp_max_.Scalar", TORCH_FN(ClampMax::scalarInplace));
+  impl("_foreach_clamp_max.Scalar", TORCH_FN(ClampMax::scalar));
+  impl("_foreach_clamp_max_.ScalarList", TORCH_FN(ClampMax::scalarListInplace));
+  impl("_foreach_clamp_max.ScalarList", TORCH_FN(ClampMax::scalarList));
+  impl("_foreach_minimum_.List", TORCH_FN(ClampMax::listInplace));
+  impl("_foreach_minimum.List", TORCH_FN(ClampMax::list));
+  impl("_foreach_minimum_.Scalar", TORCH_FN(ClampMax::scalarInplace));
+  impl("_foreach_minimum.Scalar", TORCH_FN(ClampMax::scalar));
+  impl("_foreach_minimum_.ScalarList", TORCH_FN(ClampMax::scalarListInplace));
+  impl("_foreach_minimum.ScalarList", TORCH_FN(ClampMax::scalarList));
   impl("_foreach_sqrt", TORCH_FN(sqrt));
   impl("_foreach_sqrt_", TORCH_FN(sqrtInplace));
   return registered;
