@@ -92,6 +92,9 @@ FOREACH_CALLS = {
     "lerp_scalar_list": lambda xs, ys: torch._foreach_lerp(xs, ys, [0.2 * i for i in range(len(xs))]),
     "lerp_list": lambda xs, ys: torch._foreach_lerp(xs, ys, [y.sigmoid() for y in ys]),
     "sqrt": lambda xs, ys: torch._foreach_sqrt(xs),
+    "neg": lambda xs, ys: torch._foreach_neg(xs),
+    "exp_of_sigmoid": lambda xs, ys: torch._foreach_exp(torch._foreach_sigmoid(xs)),
+    "round_integers": lambda xs, ys: torch._foreach_round([x.to(torch.int64) for x in xs]),
     "sqrt_of_abs": lambda xs, ys: torch._foreach_sqrt(torch._foreach_abs(xs)),
     "maximum": lambda xs, ys: torch._foreach_maximum(xs, ys),
     "minimum_scalar_list": lambda xs, ys: torch._foreach_minimum(xs, [0.1 * i for i in range(len(xs))]),
@@ -149,6 +152,8 @@ class TestMydevForeach(TestCase):
                 torch._foreach_addcmul_(tensors, others, others, 0.01)
                 torch._foreach_addcmul_(tensors, others, squares, [0.5] * len(tensors))
                 torch._foreach_sqrt_(squares)
+                torch._foreach_reciprocal_(squares)
+                torch._foreach_log1p_(squares)
                 torch._foreach_addcdiv_(tensors, others, squares, -0.2)
                 torch._foreach_addcdiv_(tensors, others, squares, [0.1 * i for i in range(len(tensors))])
         for got, want in zip(xs, cpu_xs):
@@ -185,7 +190,7 @@ class TestMydevForeach(TestCase):
                      "aten::_foreach_lerp_.Scalar", "aten::_foreach_lerp_.List", "aten::_foreach_mul.Scalar",
                      "aten::_foreach_addcmul_.ScalarList", "aten::_foreach_sqrt", "aten::_foreach_sqrt_",
                      "aten::_foreach_sub_.ScalarList", "aten::_foreach_div.List", "aten::_foreach_maximum_.List",
-                     "aten::_foreach_clamp_min_.Scalar"):
+                     "aten::_foreach_clamp_min_.Scalar", "aten::_foreach_neg", "aten::_foreach_tanh_"):
             self.assertEqual(table[name], "native", name)
 
     def test_foreach_errors_are_raised_at_the_call(self, device):

@@ -2,7 +2,7 @@
 // optimizers: lerp, addcmul, addcdiv, sqrt, the arithmetic add, sub, mul and
 // div, and clamp_min/clamp_max (= maximum/minimum), with a tensor list, a
 // scalar or a scalar list (Adam/AdamW with or without amsgrad, SGD, RMSprop,
-// Adagrad, clip_grad_norm_'s scaling).
+// Adagrad, clip_grad_norm_'s scaling), and the structured unary operators.
 //
 // Foreach.cpp runs every other _foreach_ operator's composite loop over meta
 // mirrors to validate the call and size its outputs. For these operators that
@@ -17,28 +17,47 @@
 
 #include "StructuredOut.h"
 
+#include <ATen/CPUFunctions.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/ForeachUtils.h>
-#include <ATen/ops/add_cpu_dispatch.h>
+#include <ATen/ops/acos_meta.h>
 #include <ATen/ops/add_meta.h>
-#include <ATen/ops/addcdiv_cpu_dispatch.h>
 #include <ATen/ops/addcdiv_meta.h>
-#include <ATen/ops/addcmul_cpu_dispatch.h>
 #include <ATen/ops/addcmul_meta.h>
-#include <ATen/ops/clamp_max_cpu_dispatch.h>
+#include <ATen/ops/asin_meta.h>
+#include <ATen/ops/atan_meta.h>
+#include <ATen/ops/ceil_meta.h>
 #include <ATen/ops/clamp_max_meta.h>
-#include <ATen/ops/clamp_min_cpu_dispatch.h>
 #include <ATen/ops/clamp_min_meta.h>
-#include <ATen/ops/div_cpu_dispatch.h>
+#include <ATen/ops/cos_meta.h>
+#include <ATen/ops/cosh_meta.h>
 #include <ATen/ops/div_meta.h>
-#include <ATen/ops/lerp_cpu_dispatch.h>
+#include <ATen/ops/erf_meta.h>
+#include <ATen/ops/erfc_meta.h>
+#include <ATen/ops/exp_meta.h>
+#include <ATen/ops/expm1_meta.h>
+#include <ATen/ops/floor_meta.h>
+#include <ATen/ops/frac_meta.h>
 #include <ATen/ops/lerp_meta.h>
-#include <ATen/ops/mul_cpu_dispatch.h>
+#include <ATen/ops/lgamma_meta.h>
+#include <ATen/ops/log_meta.h>
+#include <ATen/ops/log10_meta.h>
+#include <ATen/ops/log1p_meta.h>
+#include <ATen/ops/log2_meta.h>
 #include <ATen/ops/mul_meta.h>
-#include <ATen/ops/sqrt_cpu_dispatch.h>
+#include <ATen/ops/neg_meta.h>
+#include <ATen/ops/reciprocal_meta.h>
+#include <ATen/ops/round_meta.h>
+#include <ATen/ops/rsqrt_meta.h>
+#include <ATen/ops/sigmoid_meta.h>
+#include <ATen/ops/sign_meta.h>
+#include <ATen/ops/sin_meta.h>
+#include <ATen/ops/sinh_meta.h>
 #include <ATen/ops/sqrt_meta.h>
-#include <ATen/ops/sub_cpu_dispatch.h>
 #include <ATen/ops/sub_meta.h>
+#include <ATen/ops/tan_meta.h>
+#include <ATen/ops/tanh_meta.h>
+#include <ATen/ops/trunc_meta.h>
 #include <torch/library.h>
 
 #include <utility>
@@ -124,7 +143,6 @@ constexpr char kMul[] = "aten::_foreach_mul";
 constexpr char kDiv[] = "aten::_foreach_div";
 constexpr char kClampMin[] = "aten::_foreach_clamp_min";
 constexpr char kClampMax[] = "aten::_foreach_clamp_max";
-constexpr char kSqrt[] = "aten::_foreach_sqrt";
 
 template <typename Meta, PointwiseOut CpuOutf, const char* Name>
 struct Pointwise {
@@ -311,15 +329,18 @@ using Sub = BinaryAlpha<at::meta::structured_sub_Tensor, &at::cpu::sub_outf, kSu
 using Mul = Binary<at::meta::structured_mul_Tensor, &at::cpu::mul_outf, kMul>;
 using Div = Binary<at::meta::structured_div_Tensor, &at::cpu::div_outf, kDiv>;
 
-std::vector<at::Tensor> sqrt(at::TensorList self) {
-  at::native::check_foreach_api_restrictions(self);
-  return ForeachFunctional<at::meta::structured_sqrt, static_cast<UnaryOut>(&at::cpu::sqrt_outf), kSqrt>::run(self);
-}
-
-void sqrtInplace(at::TensorList self) {
-  at::native::check_foreach_api_restrictions(self);
-  ForeachInplace<at::meta::structured_sqrt, static_cast<UnaryOut>(&at::cpu::sqrt_outf), kSqrt>::run(self);
-}
+// self[i].op() and self[i].op_() for the structured unary operators.
+template <typename Meta, UnaryOut CpuOutf, const char* Name>
+struct Unary {
+  static std::vector<at::Tensor> functional(at::TensorList self) {
+    at::native::check_foreach_api_restrictions(self);
+    return ForeachFunctional<Meta, CpuOutf, Name>::run(self);
+  }
+  static void inplace(at::TensorList self) {
+    at::native::check_foreach_api_restrictions(self);
+    ForeachInplace<Meta, CpuOutf, Name>::run(self);
+  }
+};
 
 }  // namespace
 
@@ -391,8 +412,44 @@ std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& 
   impl("_foreach_minimum.Scalar", TORCH_FN(ClampMax::scalar));
   impl("_foreach_minimum_.ScalarList", TORCH_FN(ClampMax::scalarListInplace));
   impl("_foreach_minimum.ScalarList", TORCH_FN(ClampMax::scalarList));
-  impl("_foreach_sqrt", TORCH_FN(sqrt));
-  impl("_foreach_sqrt_", TORCH_FN(sqrtInplace));
+// _foreach_<op> and _foreach_<op>_ over the structured unary operator <op>.
+#define MYDEV_FOREACH_UNARY(op)                                                                            \
+  do {                                                                                                     \
+    static constexpr char kName[] = "aten::_foreach_" #op;                                                 \
+    using Kernels = Unary<at::meta::structured_##op, static_cast<UnaryOut>(&at::cpu::op##_outf), kName>;   \
+    impl("_foreach_" #op, TORCH_FN(Kernels::functional));                                                  \
+    impl("_foreach_" #op "_", TORCH_FN(Kernels::inplace));                                                 \
+  } while (0)
+  MYDEV_FOREACH_UNARY(acos);
+  MYDEV_FOREACH_UNARY(asin);
+  MYDEV_FOREACH_UNARY(atan);
+  MYDEV_FOREACH_UNARY(ceil);
+  MYDEV_FOREACH_UNARY(cos);
+  MYDEV_FOREACH_UNARY(cosh);
+  MYDEV_FOREACH_UNARY(erf);
+  MYDEV_FOREACH_UNARY(erfc);
+  MYDEV_FOREACH_UNARY(exp);
+  MYDEV_FOREACH_UNARY(expm1);
+  MYDEV_FOREACH_UNARY(floor);
+  MYDEV_FOREACH_UNARY(frac);
+  MYDEV_FOREACH_UNARY(lgamma);
+  MYDEV_FOREACH_UNARY(log);
+  MYDEV_FOREACH_UNARY(log10);
+  MYDEV_FOREACH_UNARY(log1p);
+  MYDEV_FOREACH_UNARY(log2);
+  MYDEV_FOREACH_UNARY(neg);
+  MYDEV_FOREACH_UNARY(reciprocal);
+  MYDEV_FOREACH_UNARY(round);
+  MYDEV_FOREACH_UNARY(rsqrt);
+  MYDEV_FOREACH_UNARY(sigmoid);
+  MYDEV_FOREACH_UNARY(sign);
+  MYDEV_FOREACH_UNARY(sin);
+  MYDEV_FOREACH_UNARY(sinh);
+  MYDEV_FOREACH_UNARY(sqrt);
+  MYDEV_FOREACH_UNARY(tan);
+  MYDEV_FOREACH_UNARY(tanh);
+  MYDEV_FOREACH_UNARY(trunc);
+#undef MYDEV_FOREACH_UNARY
   return registered;
 }
 
