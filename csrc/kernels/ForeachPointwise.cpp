@@ -15,6 +15,7 @@
 // the CPU out= function for every tensor, over CPU aliases of device memory.
 #include "ForeachPointwise.h"
 
+#include "PointwiseSignatures.h"
 #include "StructuredOut.h"
 
 #include <ATen/CPUFunctions.h>
@@ -129,10 +130,6 @@ using PointwiseOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const
                                      at::Tensor&);
 using LerpScalarOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Scalar&, at::Tensor&);
 using LerpTensorOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&);
-using BinaryOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, at::Tensor&);
-using BinaryAlphaOut = at::Tensor& (*)(const at::Tensor&, const at::Tensor&, const at::Scalar&, at::Tensor&);
-using UnaryOut = at::Tensor& (*)(const at::Tensor&, at::Tensor&);
-using TensorScalarOut = at::Tensor& (*)(const at::Tensor&, const at::Scalar&, at::Tensor&);
 
 constexpr char kAddcdiv[] = "aten::_foreach_addcdiv";
 constexpr char kAddcmul[] = "aten::_foreach_addcmul";

@@ -2,6 +2,7 @@
 // comparisons, activations and their backward formulas. All are structured
 // TensorIterator operators (StructuredOut.h), so the calling thread only runs
 // the C++ meta function and the launch.
+#include "PointwiseSignatures.h"
 #include "StructuredOut.h"
 
 #include <ATen/CPUFunctions.h>
@@ -152,11 +153,6 @@ namespace {
 
 using at::Scalar;
 using at::Tensor;
-
-using UnaryOut = Tensor& (*)(const Tensor&, Tensor&);
-using BinaryOut = Tensor& (*)(const Tensor&, const Tensor&, Tensor&);
-using TensorScalarOut = Tensor& (*)(const Tensor&, const Scalar&, Tensor&);
-using BinaryAlphaOut = Tensor& (*)(const Tensor&, const Tensor&, const Scalar&, Tensor&);
 
 // abs is not structured: its out= kernel writes a real result for a complex
 // input (through a complex temporary). The checks and the output's geometry
