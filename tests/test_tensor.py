@@ -2,7 +2,13 @@
 every direction, views, resize_/set_, fill_/zero_, item(), printing, and the
 errors for invalid input."""
 import torch
-from torch.testing._internal.common_utils import instantiate_parametrized_tests, parametrize, run_tests, TestCase
+from torch.testing._internal.common_utils import (
+    DeterministicGuard,
+    instantiate_parametrized_tests,
+    parametrize,
+    run_tests,
+    TestCase,
+)
 
 ALL_DTYPES = [
     torch.bool,
@@ -53,6 +59,22 @@ class TestCreation(TestCase):
             torch.empty(2, device="mydev", pin_memory=True)
         with self.assertRaisesRegex(NotImplementedError, "'Quantizedmydev' backend"):
             torch.empty(2, device="mydev", dtype=torch.qint8)
+
+    def test_deterministic_mode_fills_uninitialized_memory_as_the_cpu_does(self):
+        def created(device):
+            float_empty = torch.empty(2, 3, device=device)
+            int_empty = torch.empty_strided((2, 2), (1, 2), dtype=torch.int16, device=device)
+            grown = torch.zeros(2, dtype=torch.bfloat16, device=device)
+            grown.resize_(5)
+            return float_empty.cpu(), int_empty.cpu(), grown.cpu()
+
+        with DeterministicGuard(True, fill_uninitialized_memory=True):
+            on_device, on_cpu = created("mydev"), created("cpu")
+        self.assertEqual(on_device, on_cpu, equal_nan=True)
+        self.assertTrue(on_device[0].isnan().all())
+        self.assertEqual(on_device[1], torch.full((2, 2), torch.iinfo(torch.int16).max, dtype=torch.int16))
+        self.assertEqual(on_device[2][:2], torch.zeros(2, dtype=torch.bfloat16))
+        self.assertTrue(on_device[2][2:].isnan().all())
 
     def test_empty_sparse_tensors_are_device_tensors(self):
         coo = torch.empty(2, 3, device="mydev", layout=torch.sparse_coo)

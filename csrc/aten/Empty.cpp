@@ -5,7 +5,9 @@
 #include "../core/CachingAllocator.h"
 #include "../core/Device.h"
 
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/native/TensorFactories.h>
 #include <c10/core/DefaultDtype.h>
 #include <torch/library.h>
 
@@ -25,15 +27,23 @@ at::Tensor emptyMemoryFormat(c10::IntArrayRef size, std::optional<c10::ScalarTyp
                              std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                              std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
   checkTensorOptions(layout, pin_memory);
-  return emptyOnDevice(size, {},
-                       at::TensorOptions().dtype(dtype).device(device).memory_format(memory_format));
+  at::Tensor created =
+      emptyOnDevice(size, {}, at::TensorOptions().dtype(dtype).device(device).memory_format(memory_format));
+  if (C10_UNLIKELY(fillsUninitializedMemory())) {
+    at::native::fill_empty_deterministic_(created);
+  }
+  return created;
 }
 
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                         std::optional<bool> pin_memory) {
   checkTensorOptions(layout, pin_memory);
-  return emptyOnDevice(size, stride, at::TensorOptions().dtype(dtype).device(device));
+  at::Tensor created = emptyOnDevice(size, stride, at::TensorOptions().dtype(dtype).device(device));
+  if (C10_UNLIKELY(fillsUninitializedMemory())) {
+    at::native::fill_empty_deterministic_(created);
+  }
+  return created;
 }
 
 }  // namespace
@@ -47,6 +57,11 @@ at::Tensor emptyOnDevice(c10::IntArrayRef sizes, c10::IntArrayRef strides, const
     return at::detail::empty_strided_generic(sizes, strides, cachingAllocator(), mydevKeys(), dtype);
   }
   return at::detail::empty_generic(sizes, cachingAllocator(), mydevKeys(), dtype, options.memory_format_opt());
+}
+
+bool fillsUninitializedMemory() {
+  const at::Context& context = at::globalContext();
+  return context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory();
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

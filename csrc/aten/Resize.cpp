@@ -1,6 +1,8 @@
 // resize_ and the set_ family for mydev tensors.
 #include "Resize.h"
 
+#include "Empty.h"
+
 #include "../core/CachingAllocator.h"
 #include "../core/Device.h"
 #include "../core/Exception.h"
@@ -8,6 +10,7 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
 #include <ATen/ops/set_native.h>
 #include <torch/library.h>
 
@@ -48,6 +51,7 @@ const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
                          std::optional<c10::MemoryFormat> memory_format) {
   at::detail::check_size_nonnegative(size);
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  const int64_t old_storage_bytes = impl->unsafe_storage() ? static_cast<int64_t>(impl->unsafe_storage().nbytes()) : 0;
   if (self.sizes() != size || memory_format.has_value()) {
     impl->set_sizes_contiguous(size);
     if (memory_format.has_value()) {
@@ -56,6 +60,9 @@ const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
     }
   }
   ensureStorageFits(self);
+  if (C10_UNLIKELY(fillsUninitializedMemory())) {
+    at::native::fill_resize_deterministic_(self, old_storage_bytes);
+  }
   return self;
 }
 
