@@ -126,6 +126,22 @@ class TestMydevSparse(TestCase):
         for got, expected in zip(run(device), run("cpu")):
             self.assertEqual(got, expected)
 
+    @parametrize("reduce", ["sum", "mean", "amax", "amin"])
+    def test_reducing_sparse_mm_backward_matches_the_cpu(self, device, reduce):
+        # The CPU's amax/amin kernel keeps the argmax for backward only when an
+        # input requires grad: the flag has to reach the kernel's CPU aliases.
+        sparse = dense_with_zeros(5, 5, seed=8).to_sparse_csr()
+        dense = torch.randn(5, 3, generator=torch.Generator().manual_seed(9))
+
+        def run(on):
+            inputs = [sparse.to(on).requires_grad_(), dense.to(on).requires_grad_()]
+            out = torch.sparse.mm(*inputs, reduce)
+            grads = torch.autograd.grad(out.sum(), inputs)
+            return [out.detach().cpu()] + [as_dense_cpu(g) for g in grads]
+
+        for got, expected in zip(run(device), run("cpu")):
+            self.assertEqual(got, expected)
+
     def test_sparse_embedding_gradient_matches_the_cpu(self, device):
         def grad_of(on):
             torch.manual_seed(0)

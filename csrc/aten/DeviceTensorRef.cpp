@@ -37,6 +37,7 @@ CapturedTensor captureTensor(const at::Tensor& tensor) {
   if (!captured.defined) {
     return captured;
   }
+  captured.requires_grad = tensor.requires_grad();
   if (tensor.device().type() == c10::DeviceType::PrivateUse1) {
     captured.on_device = true;
     if (isSparseLayout(tensor.layout())) {
@@ -64,14 +65,20 @@ at::Tensor KernelMemory::use(const CapturedTensor& captured, bool resizable) {
   if (!captured.on_device) {
     return captured.host;
   }
+  at::Tensor alias;
   if (captured.sparse != nullptr) {
     std::vector<at::Tensor> members;
     for (const DeviceTensorRef& member : captured.sparse->members) {
       members.push_back(map(member, resizable));
     }
-    return assembleSparse(captured.sparse->geometry, members);
+    alias = assembleSparse(captured.sparse->geometry, members);
+  } else {
+    alias = map(captured.ref, resizable);
   }
-  return map(captured.ref, resizable);
+  if (captured.requires_grad) {
+    alias.set_requires_grad(true);
+  }
+  return alias;
 }
 
 at::Tensor KernelMemory::map(const DeviceTensorRef& ref, bool resizable) {

@@ -47,6 +47,9 @@ struct CapturedSparseTensor {
 struct CapturedTensor {
   bool defined = false;
   bool on_device = false;
+  // CPU kernels read it: sparse.mm's amax/amin forward records the argmax for
+  // its backward only when an input requires grad.
+  bool requires_grad = false;
   DeviceTensorRef ref;
   std::shared_ptr<const CapturedSparseTensor> sparse;
   at::Tensor host;
