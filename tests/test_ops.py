@@ -625,6 +625,27 @@ class TestMydevOps(TestCase):
         out = torch.linalg.lu_solve(lu.to(device), pivots.to(device), b.to(device), left=False)
         self.assertEqual(out.cpu().resolve_conj(), expected.resolve_conj())
 
+    @dtypes(torch.bfloat16, torch.float16)
+    def test_grid_sample_of_large_two_byte_inputs_runs_in_float32(self, device, dtype):
+        # ATen's vectorized CPU kernel gathers 2-byte inputs with int16 offsets,
+        # which a 200x200 plane overflows (it then reads outside the input).
+        theta = torch.tensor([[[0.9, 0.3, 0.05], [-0.3, 0.8, -0.1]]]).expand(2, 2, 3)
+        grid = F.affine_grid(theta, (2, 3, 200, 200), align_corners=False)
+        image = (torch.arange(2 * 3 * 200 * 200) % 251).reshape(2, 3, 200, 200).float()
+
+        def sample(image, grid):
+            image, grid = image.requires_grad_(), grid.requires_grad_()
+            out = F.grid_sample(image, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+            return (out, *torch.autograd.grad(out, (image, grid), torch.ones_like(out)))
+
+        got = sample(image.to(device, dtype), grid.to(device, dtype))
+        in_float32 = sample(image.to(dtype).float(), grid.to(dtype).float())
+        self.assertEqual([t.dtype for t in got], [dtype] * 3)
+        for result, expected in zip(got, in_float32):
+            self.assertEqual(result.cpu(), expected.to(dtype))
+        self.assertFalse(got[0].isnan().any().item())
+
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":

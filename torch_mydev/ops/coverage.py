@@ -19,9 +19,11 @@ HOW_IT_RUNS = {
 
 CoverageEntry = collections.namedtuple("CoverageEntry", ["op", "how", "registered_at"])
 
-# torch_mydev registrations made in this file hand the operator to the generic
-# fallback by name, so what runs is the fallback.
-_ROUTING_FILES = {"Fallback.cpp"}
+# torch_mydev registrations made in these files hand the operator to the
+# generic fallback, so what runs is the fallback: Fallback.cpp by name,
+# GridSampler.cpp for every input but the 2-byte ones ATen's CPU kernel
+# mishandles.
+_ROUTING_FILES = {"Fallback.cpp", "GridSampler.cpp"}
 
 _ROW = re.compile(r"^(?P<key>\w+): registered at (?P<where>\S+) \[(?P<kind>[^\]]+)\]")
 
