@@ -21,7 +21,7 @@ from torch_mydev.conformance.upstream_tests import run_upstream_tests
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDER = os.path.join(REPOSITORY, "torch_mydev", "conformance", "goldens.py")
-STATUSES = ("pass", "mismatch", "error", "not_implemented", "skipped", "crash", "timeout")
+STATUSES = ("pass", "mismatch", "error", "not_implemented", "skipped", "crash", "timeout", "not_applicable")
 
 
 def run_kit(*args):
@@ -76,8 +76,8 @@ class TestConformanceRun(TestCase):
 
     def test_summary_adds_up(self):
         summary, results = self.report["summary"], self.report["results"]
-        self.assertEqual(summary["pairs"], len(results))
-        self.assertEqual(sum(summary[status] for status in STATUSES), summary["pairs"])
+        self.assertEqual(sum(summary[status] for status in STATUSES), len(results))
+        self.assertEqual(summary["pairs"], len(results) - summary["not_applicable"])
         self.assertEqual(summary["samples_run"], sum(r["samples"]["run"] for r in results))
         self.assertEqual(summary["pass_rate"], 100.0)
         self.assertEqual(summary["pass_rate_non_skipped"], 100.0)
@@ -317,11 +317,25 @@ class TestConformanceBuildingBlocks(TestCase):
         result = run_op(overflowing, torch.float32, device=torch.device("mydev"), max_samples=2, backward=False)
         self.assertEqual(result["status"], "pass", result["reason"])
         self.assertIsNotNone(result["upstream"]["skip"])
-        # A test written for CUDA only is not run.
+        # An op that only exists on CUDA has no CPU reference: listed, and left out of the pass rates.
         cuda_only = ops["jiterator_unary"]
         result = run_op(cuda_only, torch.float32, device=torch.device("mydev"), max_samples=2, backward=False)
-        self.assertEqual(result["status"], "skipped")
-        self.assertIn("Only runs on cuda", result["reason"])
+        self.assertEqual(result["status"], "not_applicable")
+        self.assertIn("runs it on cuda only, so there is no CPU reference", result["reason"])
+        # An op upstream tests on the CPU only has its CPU kernel on mydev, so it runs, backward included.
+        cpu_only = ops["sparse.mm.reduce"]
+        result = run_op(cpu_only, torch.float32, device=torch.device("mydev"), max_samples=4, backward=True)
+        self.assertEqual((result["status"], result["samples"]["run"]), ("pass", 4), result["reason"])
+        self.assertIn("Only runs on cpu", result["upstream"]["skip"])
+
+    def test_results_upstream_calls_non_deterministic_are_compared_in_deterministic_mode(self):
+        # torch.empty's memory differs between the CPU and mydev; with torch.use_deterministic_algorithms both
+        # fill it (NaN, the largest integer), so the values compare.
+        for dtype in (torch.float32, torch.int64):
+            result = run_op(ops_by_name()["empty"], dtype, device=torch.device("mydev"), max_samples=3, backward=False)
+            self.assertEqual(result["status"], "pass", result["reason"])
+            self.assertEqual(result["samples"]["run"], 3)
+        self.assertFalse(torch.are_deterministic_algorithms_enabled())
 
     def test_compare_checks_device_dtype_and_values(self):
         expected = torch.tensor([1.0, float("nan"), 3.0])

@@ -7,6 +7,7 @@ that an asynchronous kernel error is charged to the call that caused it.
 from dataclasses import dataclass
 
 import torch
+from torch.testing._internal.common_utils import DeterministicGuard
 
 from .outcome import BOTH_RAISE, ERROR, SampleOutcome, exception_text
 
@@ -41,6 +42,11 @@ def execute(function, *, seed, device):
     except Exception as exception:
         return Execution.raised(exception)
     return Execution(value=value)
+
+
+def deterministic_mode():
+    """torch.use_deterministic_algorithms(True) with uninitialised memory filled; restores both settings."""
+    return DeterministicGuard(True, fill_uninitialized_memory=True)
 
 
 def synchronize(device):

@@ -30,7 +30,7 @@ def run_module(module_info, dtype, *, device, max_samples, backward):
     for training in modes:
         mode = "train" if training else "eval"
         verdict = upstream_verdict_for(module_info, device, dtype, training)
-        if not verdict.runs:
+        if not verdict.runs_with_cpu_kernels:
             tally.add(mode, SampleOutcome(SKIPPED, message=f"upstream skips it in {mode} mode: {verdict.skip_reason}"))
             continue
         excuse = excuse or verdict.mismatch_excuse

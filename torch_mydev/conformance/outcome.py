@@ -9,15 +9,23 @@ NOT_IMPLEMENTED = "not_implemented"
 SKIPPED = "skipped"
 CRASH = "crash"
 TIMEOUT = "timeout"
-STATUSES = (PASS, MISMATCH, ERROR, NOT_IMPLEMENTED, SKIPPED, CRASH, TIMEOUT)
+# The op exists only on another device type (CUDA's jiterator, Triton
+# overrides): there is no CPU reference to compare with, so no pair to judge.
+NOT_APPLICABLE = "not_applicable"
+STATUSES = (PASS, MISMATCH, ERROR, NOT_IMPLEMENTED, SKIPPED, CRASH, TIMEOUT, NOT_APPLICABLE)
 
 # A sample on which the reference and the device raise the same exception type
 # behaves the same on both: it counts as passing.
 BOTH_RAISE = "both_raise"
+# A sample whose results upstream excuses from matching (torch.empty's
+# uninitialised memory, a non-deterministic kernel) that matched when both
+# sides ran again under torch.use_deterministic_algorithms(True): it counts as
+# passing, and the pair says so.
+PASS_DETERMINISTIC = "pass_deterministic"
 
 # When samples of one pair disagree, the pair reports the most serious status.
 _SEVERITY = (ERROR, NOT_IMPLEMENTED, MISMATCH, PASS, SKIPPED)
-_PASSING_SAMPLES = (PASS, BOTH_RAISE)
+_PASSING_SAMPLES = (PASS, BOTH_RAISE, PASS_DETERMINISTIC)
 MESSAGE_LIMIT = 500
 
 
@@ -64,7 +72,11 @@ class PairTally:
         statuses = {PASS if status in _PASSING_SAMPLES else status for status in self.counts}
         status = next((s for s in _SEVERITY if s in statuses), SKIPPED)
         if status == PASS:
-            return {"status": PASS, "reason": None, "samples": samples, "failure": None}
+            reason = None
+            if PASS_DETERMINISTIC in self.first:
+                rerun, first = self.counts[PASS_DETERMINISTIC], self.first[PASS_DETERMINISTIC][1]
+                reason = f"{rerun} of {samples['run']} samples matched in deterministic mode only: {first.message}"
+            return {"status": PASS, "reason": reason, "samples": samples, "failure": None}
         if status == SKIPPED:
             reason = self.first[SKIPPED][1].describe() if SKIPPED in self.first else no_samples_reason
             return {"status": SKIPPED, "reason": reason, "samples": samples, "failure": None}
@@ -88,3 +100,7 @@ def pair_without_samples(status, reason):
 
 def skipped_pair(reason):
     return pair_without_samples(SKIPPED, reason)
+
+
+def not_applicable_pair(reason):
+    return pair_without_samples(NOT_APPLICABLE, reason)

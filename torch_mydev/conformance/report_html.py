@@ -16,6 +16,7 @@ COLORS = {
     "skipped": "#9e9e9e",
     "crash": "#3e2723",
     "timeout": "#1565c0",
+    "not_applicable": "#e0e0e0",
 }
 
 UPSTREAM_COLORS = {
@@ -122,7 +123,7 @@ def write_html(report, path):
 
 
 def _cards(summary):
-    cards = [("pairs", summary["pairs"], None)]
+    cards = [("pairs with a CPU reference", summary["pairs"], None)]
     cards += [(status.replace("_", " "), summary[status], COLORS[status]) for status in STATUSES]
     cards += [
         ("pass rate, all pairs", _percent(summary["pass_rate"]), None),
@@ -179,7 +180,8 @@ def _chart(groups, label_width=170, bar_width=600, row_height=20):
 def _segments(group, bar_width, minimum=3.0):
     """(status, width) per non-empty status; a rare failure still gets a visible sliver, taken from the widest."""
     present = [status for status in STATUSES if group[status]]
-    widths = {status: max(minimum, bar_width * group[status] / group["pairs"]) for status in present}
+    listed = sum(group[status] for status in present)  # "pairs" leaves out the not-applicable ones
+    widths = {status: max(minimum, bar_width * group[status] / listed) for status in present}
     widest = max(present, key=lambda status: group[status])
     widths[widest] -= sum(widths.values()) - bar_width
     return [(status, widths[status]) for status in present]

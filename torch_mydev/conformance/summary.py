@@ -1,7 +1,7 @@
 """Totals and pass rates of a list of pair results: overall, per dtype, per op family and per kind."""
 from collections import defaultdict
 
-from .outcome import PASS, SKIPPED, STATUSES
+from .outcome import NOT_APPLICABLE, PASS, SKIPPED, STATUSES
 
 
 def summarize(results):
@@ -17,7 +17,8 @@ def tally(results):
     counts = {status: 0 for status in STATUSES}
     for result in results:
         counts[result["status"]] += 1
-    pairs = len(results)
+    # Not-applicable pairs are listed but have no CPU reference: no rate counts them.
+    pairs = len(results) - counts[NOT_APPLICABLE]
     return {
         "pairs": pairs,
         **counts,

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 # for its running time (slowTest). Every other skip of a CPU comparison says
 # the results need not match on a device with kernels of its own.
 CANNOT_RUN_HERE = re.compile(r"only runs on|not available|is slow", re.IGNORECASE)
+# onlyCPU, onlyCUDA, onlyOn: the skip names the one device type the test is for.
+ONLY_RUNS_ON = re.compile(r"only runs on (\w+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,21 @@ class UpstreamVerdict:
         return self.skip_reason is None or not CANNOT_RUN_HERE.search(self.skip_reason)
 
     @property
+    def confined_to(self):
+        """The one device type upstream runs this test on (onlyCPU, onlyCUDA), or None."""
+        found = ONLY_RUNS_ON.search(self.skip_reason or "")
+        return found.group(1).lower() if found else None
+
+    @property
+    def runs_with_cpu_kernels(self):
+        # A device that runs the CPU's kernels has the kernel of an op upstream
+        # tests on the CPU only (onlyCPU: no other device type implements it).
+        return self.runs or self.confined_to == "cpu"
+
+    @property
     def mismatch_excuse(self):
         """Why upstream expects results to differ here, or None when they must match."""
-        if self.skip_reason is not None:
+        if self.skip_reason is not None and not CANNOT_RUN_HERE.search(self.skip_reason):
             return f"upstream skips it: {self.skip_reason}"
         if self.expects_failure:
             return "upstream marks it as an expected failure"
