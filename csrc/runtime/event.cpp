@@ -152,7 +152,7 @@ mydevError_t mydevStreamWaitEvent(mydevStream_t handle, mydevEvent_t event) {
     return mydevSuccess;
   }
   Task wait;
-  wait.op = [capture = std::move(capture)] { capture->stream->wait(capture->seq); };
+  wait.op = [capture = std::move(capture)] { capture->stream->wait_for_completion(capture->seq); };
   stream->submit(std::move(wait));
   return mydevSuccess;
 }

@@ -64,8 +64,7 @@ mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args, m
   task.fn = fn;
   task.args = args;
   task.release = release;
-  std::strncpy(task.name, name != nullptr ? name : "<unnamed>", kMaxKernelName);
-  const uint64_t seq = stream->submit(std::move(task));
+  const uint64_t seq = stream->submit(std::move(task), name != nullptr ? name : "<unnamed>");
   if (!config().launch_blocking) return mydevSuccess;
   stream->wait(seq);
   return take_stream_error(*stream, seq);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <system_error>
 
 #include "internal.h"
@@ -23,6 +24,11 @@ bool spin_until(Predicate done) {
   return done();
 }
 
+// Finished tasks a submitting thread leaves unreleased before it releases
+// them: it then reads the worker's completion counter once per batch rather
+// than once per launch.
+constexpr uint64_t kReleaseBatch = 64;
+
 constexpr int kLeastPriority = 0;
 constexpr int kGreatestPriority = -1;
 
@@ -37,58 +43,48 @@ mydevStream::~mydevStream() {
   if (worker_.joinable()) stop();
 }
 
-void mydevStream::push_locked(mydev::Task task) {
-  if (queued_ == ring_.size()) {
-    std::vector<mydev::Task> grown(ring_.size() * 2);
-    for (size_t i = 0; i < queued_; ++i) grown[i] = std::move(ring_[(head_ + i) % ring_.size()]);
-    ring_ = std::move(grown);
-    head_ = 0;
+uint64_t mydevStream::submit(mydev::Task task, const char* name) {
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  const uint64_t seq = submitted_.load(std::memory_order_relaxed) + 1;
+  // Finished tasks are released a batch at a time, and at the latest when
+  // their slot comes round again.
+  if (seq - released_ > kReleaseBatch) {
+    if (seq > kCapacity) wait_for_completion(seq - kCapacity);
+    release_until_locked(completed_.load(std::memory_order_acquire));
   }
-  ring_[(head_ + queued_) % ring_.size()] = std::move(task);
-  ++queued_;
-}
-
-uint64_t mydevStream::submit(mydev::Task task) {
-  uint64_t seq;
-  std::lock_guard<std::mutex> releasing(release_mutex_);
-  {
-    std::lock_guard<mydev::SpinLock> lock(queue_lock_);
-    push_locked(std::move(task));
-    seq = submitted_.load(std::memory_order_relaxed) + 1;
-    // seq_cst here and on worker_asleep_ (next_task): either the worker sees
-    // this task before it sleeps, or this thread sees it asleep.
-    submitted_.store(seq, std::memory_order_seq_cst);
-    retired_.swap(releasing_);
+  const uint64_t index = seq % kCapacity;
+  if (name != nullptr) {
+    std::strncpy(names_[index].text, name, mydev::kMaxKernelName);
+    names_[index].text[mydev::kMaxKernelName] = '\0';
   }
+  Slot& slot = slots_[index];
+  slot.task = std::move(task);
+  submitted_.store(seq, std::memory_order_release);
+  // seq_cst here and on worker_asleep_ (wait_for_task): either the worker
+  // sees this task before it sleeps, or this thread sees it asleep.
+  slot.published.store(seq, std::memory_order_seq_cst);
   if (worker_asleep_.load(std::memory_order_seq_cst)) {
-    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    std::lock_guard<std::mutex> sleeping(sleep_mutex_);
     work_cv_.notify_one();
   }
-  release_locked();
   return seq;
 }
 
-void mydevStream::release_locked() {
-  for (mydev::Task& done : releasing_) {
+void mydevStream::release_until_locked(uint64_t seq) {
+  for (; released_ < seq; ++released_) {
+    mydev::Task& done = slots_[(released_ + 1) % kCapacity].task;
     if (done.release != nullptr) done.release(done.args);
+    done = mydev::Task();
   }
-  releasing_.clear();
 }
 
 void mydevStream::release_retired() {
-  std::lock_guard<std::mutex> releasing(release_mutex_);
-  {
-    std::lock_guard<mydev::SpinLock> lock(queue_lock_);
-    retired_.swap(releasing_);
-  }
-  release_locked();
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  release_until_locked(completed_.load(std::memory_order_acquire));
 }
 
-void mydevStream::wait(uint64_t seq) {
-  if (spin_until([&] { return is_complete(seq); })) {
-    release_retired();
-    return;
-  }
+void mydevStream::wait_for_completion(uint64_t seq) {
+  if (spin_until([&] { return is_complete(seq); })) return;
   // seq_cst on both sides (waiters_ here, completed_ in run()) guarantees that
   // either the worker sees a waiter and notifies, or we see the completion.
   waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -97,6 +93,10 @@ void mydevStream::wait(uint64_t seq) {
     done_cv_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= seq; });
   }
   waiters_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void mydevStream::wait(uint64_t seq) {
+  wait_for_completion(seq);
   release_retired();
 }
 
@@ -112,9 +112,10 @@ void mydevStream::stop() {
   magic.store(0);
 }
 
-bool mydevStream::next_task(mydev::Task* task, uint64_t dequeued) {
+bool mydevStream::wait_for_task(uint64_t seq) {
+  const Slot& slot = slots_[seq % kCapacity];
   const auto has_work = [&] {
-    return submitted_.load(std::memory_order_seq_cst) > dequeued || stopping_.load(std::memory_order_seq_cst);
+    return slot.published.load(std::memory_order_seq_cst) == seq || stopping_.load(std::memory_order_seq_cst);
   };
   if (!spin_until(has_work)) {
     std::unique_lock<std::mutex> lock(sleep_mutex_);
@@ -122,26 +123,14 @@ bool mydevStream::next_task(mydev::Task* task, uint64_t dequeued) {
     work_cv_.wait(lock, has_work);
     worker_asleep_.store(false, std::memory_order_relaxed);
   }
-  std::lock_guard<mydev::SpinLock> lock(queue_lock_);
-  if (queued_ == 0) return false;  // stopping, and drained
-  *task = std::move(ring_[head_]);
-  ring_[head_] = mydev::Task();
-  head_ = (head_ + 1) % ring_.size();
-  --queued_;
-  return true;
+  // stop() drains the queue first, so a stopping stream has nothing left.
+  return slot.published.load(std::memory_order_acquire) == seq;
 }
 
 void mydevStream::run() {
-  mydev::Task task;
-  for (uint64_t seq = 1;; ++seq) {
-    if (!next_task(&task, seq - 1)) return;
-    execute(task, seq);
-    {
-      // Retired before the task counts as complete, so that a host thread
-      // whose wait returns finds it and releases it.
-      std::lock_guard<mydev::SpinLock> lock(queue_lock_);
-      retired_.push_back(std::move(task));
-    }
+  for (uint64_t seq = 1; wait_for_task(seq); ++seq) {
+    const uint64_t index = seq % kCapacity;
+    execute(slots_[index].task, names_[index].text, seq);
     completed_.store(seq, std::memory_order_seq_cst);
     if (waiters_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(done_mutex_);
@@ -150,15 +139,14 @@ void mydevStream::run() {
   }
 }
 
-void mydevStream::execute(mydev::Task& task, uint64_t seq) {
+void mydevStream::execute(const mydev::Task& task, const char* name, uint64_t seq) {
   if (task.fn == nullptr) {
     task.op();
     return;
   }
   std::string failure;
-  if (!mydev::run_kernel(device, task.name, task.fn, task.args, &failure)) {
-    record_failure(seq, std::string("kernel '") + task.name + "' failed on mydev:" + std::to_string(device) + ": " +
-                            failure);
+  if (!mydev::run_kernel(device, name, task.fn, task.args, &failure)) {
+    record_failure(seq, std::string("kernel '") + name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
   }
 }
 

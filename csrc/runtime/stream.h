@@ -12,14 +12,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
-
-#include "spin_lock.h"
 
 namespace mydev {
 
-// Kernel names are kept in the task itself: a launch allocates nothing for
-// its name. Longer names are cut (they only label error messages).
+// Kernel names are kept in the stream's ring, beside the tasks: a launch
+// allocates nothing for its name. Longer names are cut (they only label error
+// messages).
 constexpr size_t kMaxKernelName = 63;
 
 struct Task {
@@ -27,33 +25,57 @@ struct Task {
   mydevKernelFn fn = nullptr;
   void* args = nullptr;
   mydevReleaseFn release = nullptr;
-  char name[kMaxKernelName + 1] = {};
   // ... or runtime work: copies, event markers, waits on other streams.
   std::function<void()> op;
 };
 
 constexpr uint32_t kStreamMagic = 0x5354524d;  // "STRM"
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 }  // namespace mydev
 
 // Tasks are numbered from 1 in submission order; `submitted` and `completed`
 // count them, so "task n is done" is completed() >= n.
+//
+// The queue is a ring of kCapacity slots that host threads fill and the
+// worker only reads: the host writes task n into slot n % kCapacity and
+// publishes it in the slot; the worker runs it and stores completed = n. Host
+// threads release finished tasks (their release functions, their runtime
+// closures) from the slots themselves, in batches, and only then reuse a slot.
+// So the host and the worker, on different cores, share no lock, and per
+// launch only the slot's cache line moves between them (the worker's
+// completion counter is read once per batch).
 struct mydevStream : std::enable_shared_from_this<mydevStream> {
+  static constexpr uint64_t kCapacity = 1024;
+
   mydevStream(int device, int priority, bool is_default);
   ~mydevStream();
   mydevStream(const mydevStream&) = delete;
   mydevStream& operator=(const mydevStream&) = delete;
 
-  // Queues a task and returns its sequence number.
-  uint64_t submit(mydev::Task task);
+  // Queues a task and returns its sequence number. `name` labels a kernel's
+  // errors (NULL for runtime work). A full ring blocks the caller until the
+  // worker frees a slot, as a full launch queue does on CUDA.
+  uint64_t submit(mydev::Task task, const char* name = nullptr);
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
   bool is_complete(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
-  // Blocks until task `seq` (and so every earlier one) has run.
+  // Blocks until task `seq` (and so every earlier one) has run, then
+  // releases what has finished.
   void wait(uint64_t seq);
-  // Destroys the tasks the worker ran since the last call (running their
-  // release functions) on this thread: memory a host thread allocated for a
-  // task is freed by a host thread, never by the worker, so that the two
-  // threads do not contend for the allocator's locks on every launch.
+  // Blocks until task `seq` has run, releasing nothing: what a worker waiting
+  // for another stream calls, since releasing takes the host side's lock,
+  // which a host thread blocked on a full ring may hold.
+  void wait_for_completion(uint64_t seq);
+  // Releases every task the worker has finished, on this thread: memory a
+  // host thread allocated for a task is freed by a host thread, never by the
+  // worker, so that the two threads do not contend for the allocator's locks.
   void release_retired();
   // Drains the queue and joins the worker; the stream accepts no more work.
   void stop();
@@ -70,38 +92,43 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   const bool is_default;
 
  private:
-  void run();
-  bool next_task(mydev::Task* task, uint64_t dequeued);
-  void push_locked(mydev::Task task);
-  void release_locked();  // with release_mutex_ held
-  void execute(mydev::Task& task, uint64_t seq);
-
-  // The host and the worker run on different cores and touch this object on
-  // every launch: what each side writes sits on cache lines of its own, so
-  // that a write does not evict what the other side is reading (the worker
-  // polls submitted_ while the host fills the ring, for one).
   static constexpr size_t kCacheLine = 64;
 
-  // Guards the ring, retired_ and their swap with releasing_.
-  alignas(kCacheLine) mydev::SpinLock queue_lock_;
-  // A ring of queued tasks (no allocation per launch once it has grown).
-  std::vector<mydev::Task> ring_ = std::vector<mydev::Task>(64);
-  size_t head_ = 0;
-  size_t queued_ = 0;
-  std::vector<mydev::Task> retired_;  // run by the worker, not yet released
+  // One slot per cache line, so that neighbouring tasks do not share one.
+  // `published` is the sequence number of the task the slot holds, stored
+  // once the task is in place: the worker waits on the slot itself, so a
+  // launch moves this one line to the worker's core and no shared counter.
+  struct alignas(kCacheLine) Slot {
+    mydev::Task task;
+    std::atomic<uint64_t> published{0};
+  };
+  struct KernelName {
+    char text[mydev::kMaxKernelName + 1];
+  };
+
+  void run();
+  // Waits until task `seq` is queued; false once the stream stops with none.
+  bool wait_for_task(uint64_t seq);
+  void execute(const mydev::Task& task, const char* name, uint64_t seq);
+  // Releases the tasks up to `seq`, which have completed (submit_mutex_ held).
+  void release_until_locked(uint64_t seq);
+
+  const std::unique_ptr<Slot[]> slots_{new Slot[kCapacity]};
+  // Read by the worker only when a kernel fails, so kept apart from the slots.
+  const std::unique_ptr<KernelName[]> names_{new KernelName[kCapacity]};
+
+  // Host side: serializes submitting and releasing threads.
+  alignas(kCacheLine) std::mutex submit_mutex_;
+  uint64_t released_ = 0;  // tasks whose slots are free again
+  std::atomic<uint64_t> submitted_{0};
+
+  alignas(kCacheLine) std::atomic<bool> stopping_{false};
 
   // The worker sleeps on work_cv_ only after spinning on an empty queue; a
   // submitter takes sleep_mutex_ only to wake it.
   alignas(kCacheLine) std::mutex sleep_mutex_;
   std::condition_variable work_cv_;
   std::atomic<bool> worker_asleep_{false};
-
-  // Host threads release retired tasks one at a time; the two vectors trade
-  // places, so that neither thread allocates per task in steady state.
-  alignas(kCacheLine) std::mutex release_mutex_;
-  std::vector<mydev::Task> releasing_;
-  alignas(kCacheLine) std::atomic<uint64_t> submitted_{0};
-  std::atomic<bool> stopping_{false};
 
   alignas(kCacheLine) std::atomic<uint64_t> completed_{0};
   std::atomic<int> waiters_{0};

@@ -715,6 +715,34 @@ TEST(stream_runs_kernels_in_order) {
   CHECK_OK(mydevStreamDestroy(stream));
 }
 
+TEST(full_stream_blocks_the_launch_until_a_task_finishes) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  Gate gate;
+  CHECK_OK(launch("waits_for_gate", [&gate] { gate.wait(); }, stream));
+  // With the first task held, the ring fills up: the launches after it wait.
+  constexpr int kLaunches = 3000;
+  std::atomic<int> launched{0};
+  std::atomic<int> ran{0};
+  std::atomic<int> order_errors{0};
+  std::thread launcher([&] {
+    for (int i = 0; i < kLaunches; ++i) {
+      if (launch("count", [&, i] { order_errors += ran.fetch_add(1) != i; }, stream) != mydevSuccess) ++order_errors;
+      ++launched;
+    }
+  });
+  sleep_ms(50);
+  CHECK(launched.load() < kLaunches);
+  CHECK_EQ(ran.load(), 0);
+  gate.open = true;
+  launcher.join();
+  CHECK_OK(mydevStreamSynchronize(stream));
+  CHECK_EQ(ran.load(), kLaunches);
+  CHECK_EQ(order_errors.load(), 0);
+  CHECK(!gate.timed_out);
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
 TEST(stream_properties_and_destroy) {
   int least = 99, greatest = 99;
   CHECK_OK(mydevDeviceGetStreamPriorityRange(&least, &greatest));
