@@ -88,6 +88,10 @@ FOREACH_CALLS = {
     "addcmul_scalar_list": lambda xs, ys: torch._foreach_addcmul(xs, ys, xs, [0.1 * i for i in range(len(xs))]),
     "addcdiv": lambda xs, ys: torch._foreach_addcdiv(xs, ys, [y * y + 1 for y in ys], value=-0.5),
     "addcdiv_scalar_list": lambda xs, ys: torch._foreach_addcdiv(xs, xs, [y * y + 1 for y in ys], [2.0] * len(xs)),
+    # The .Tensor overloads' packed scalars stay on the CPU, as CUDA requires.
+    "addcmul_scalars_tensor": lambda xs, ys: torch._foreach_addcmul(xs, ys, xs, torch.linspace(-1, 1, len(xs))),
+    "addcdiv_scalars_tensor": lambda xs, ys: torch._foreach_addcdiv(
+        xs, ys, [y * y + 1 for y in ys], torch.arange(len(xs), dtype=torch.float64)),
     "lerp": lambda xs, ys: torch._foreach_lerp(xs, ys, 0.3),
     "lerp_scalar_list": lambda xs, ys: torch._foreach_lerp(xs, ys, [0.2 * i for i in range(len(xs))]),
     "lerp_list": lambda xs, ys: torch._foreach_lerp(xs, ys, [y.sigmoid() for y in ys]),
@@ -201,6 +205,8 @@ class TestMydevForeach(TestCase):
             torch._foreach_add(xs, [y.cpu() for y in ys])
         with self.assertRaisesRegex(RuntimeError, "size"):
             torch._foreach_add_(xs[:1], [torch.ones(7, device=device)])
+        with self.assertRaisesRegex(RuntimeError, "Expected scalars to be on CPU, got mydev:0 instead"):
+            torch._foreach_addcmul_(xs, ys, ys, torch.ones(len(xs), device=device))
         self.assertEqual(xs[0].cpu(), foreach_inputs("cpu")[0][0])
 
     @parametrize("optimizer", ["adamw", "adam_amsgrad", "sgd_momentum", "rmsprop", "adagrad"])

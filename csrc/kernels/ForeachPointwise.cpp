@@ -166,6 +166,18 @@ struct Pointwise {
     at::native::check_foreach_api_restrictions(self, tensor1, tensor2, scalars);
     return ForeachFunctional<Meta, CpuOutf, Name>::run(self, tensor1, tensor2, scalars);
   }
+
+  // The .Tensor overloads take the scalars packed in a 1-D tensor, which
+  // must be on the CPU, as on CUDA: its values are read on the calling thread.
+  static void tensorInplace(at::TensorList self, at::TensorList tensor1, at::TensorList tensor2,
+                            const at::Tensor& scalars) {
+    scalarListInplace(self, tensor1, tensor2, at::native::convert_tensor_to_scalar_list(scalars, self.size()));
+  }
+
+  static std::vector<at::Tensor> tensor(at::TensorList self, at::TensorList tensor1, at::TensorList tensor2,
+                                        const at::Tensor& scalars) {
+    return scalarList(self, tensor1, tensor2, at::native::convert_tensor_to_scalar_list(scalars, self.size()));
+  }
 };
 
 using Addcdiv = Pointwise<at::meta::structured_addcdiv, &at::cpu::addcdiv_outf, kAddcdiv>;
@@ -351,10 +363,14 @@ std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& 
   impl("_foreach_addcdiv_.ScalarList", TORCH_FN(Addcdiv::scalarListInplace));
   impl("_foreach_addcdiv.Scalar", TORCH_FN(Addcdiv::scalar));
   impl("_foreach_addcdiv.ScalarList", TORCH_FN(Addcdiv::scalarList));
+  impl("_foreach_addcdiv_.Tensor", TORCH_FN(Addcdiv::tensorInplace));
+  impl("_foreach_addcdiv.Tensor", TORCH_FN(Addcdiv::tensor));
   impl("_foreach_addcmul_.Scalar", TORCH_FN(Addcmul::scalarInplace));
   impl("_foreach_addcmul_.ScalarList", TORCH_FN(Addcmul::scalarListInplace));
   impl("_foreach_addcmul.Scalar", TORCH_FN(Addcmul::scalar));
   impl("_foreach_addcmul.ScalarList", TORCH_FN(Addcmul::scalarList));
+  impl("_foreach_addcmul_.Tensor", TORCH_FN(Addcmul::tensorInplace));
+  impl("_foreach_addcmul.Tensor", TORCH_FN(Addcmul::tensor));
   impl("_foreach_lerp_.Scalar", TORCH_FN(lerpScalarInplace));
   impl("_foreach_lerp_.ScalarList", TORCH_FN(lerpScalarListInplace));
   impl("_foreach_lerp_.List", TORCH_FN(lerpListInplace));
