@@ -133,6 +133,7 @@ class DeviceCache {
     }
     block->allocated = true;
     block->requested_size = requested;
+    allocated_blocks_[block->ptr] = block;
     updateStat(&DeviceStats::allocation, is_small, 1);
     updateStat(&DeviceStats::allocated_bytes, is_small, static_cast<int64_t>(block->size));
     updateStat(&DeviceStats::active, is_small, 1);
@@ -141,8 +142,13 @@ class DeviceCache {
     return block;
   }
 
-  void free(Block* block) {
+  void free(void* ptr) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
+    auto it = allocated_blocks_.find(ptr);
+    TORCH_CHECK(it != allocated_blocks_.end(), "mydev allocator: invalid device pointer ", ptr,
+                " (not allocated by it, or already freed)");
+    Block* block = it->second;
+    allocated_blocks_.erase(it);
     block->allocated = false;
     updateStat(&DeviceStats::allocation, block->is_small, -1);
     updateStat(&DeviceStats::allocated_bytes, block->is_small, -static_cast<int64_t>(block->size));
@@ -161,8 +167,12 @@ class DeviceCache {
     returnToPool(block);
   }
 
-  void recordStream(Block* block, const MydevStream& stream) {
+  void recordStream(void* ptr, const MydevStream& stream) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
+    auto it = allocated_blocks_.find(ptr);
+    TORCH_CHECK(it != allocated_blocks_.end(),
+                "recordStream: the pointer was not allocated by the mydev caching allocator");
+    Block* block = it->second;
     if (stream.id() != block->stream) {
       block->stream_uses.insert(stream.id());
     }
@@ -386,6 +396,8 @@ class DeviceCache {
 
   const c10::DeviceIndex device_;
   std::recursive_mutex mutex_;
+  // The live blocks by address, for free() and recordStream().
+  ska::flat_hash_map<void*, Block*> allocated_blocks_;
   DeviceStats stats_;
   BlockPool small_blocks_;
   BlockPool large_blocks_;
@@ -405,10 +417,6 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
       return {nullptr, nullptr, &deleteBlock, where};
     }
     Block* block = cache(device).allocate(size, getCurrentMydevStream(device));
-    {
-      std::lock_guard<std::mutex> lock(blocks_mutex_);
-      allocated_blocks_[block->ptr] = block;
-    }
     return {block->ptr, block->ptr, &deleteBlock, where};
   }
 
@@ -430,9 +438,8 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
     if (data_ptr.get() == nullptr) {
       return;
     }
-    Block* block = findBlock(data_ptr.get_context());
-    TORCH_CHECK(block != nullptr, "recordStream: the pointer was not allocated by the mydev caching allocator");
-    cache(block->device).recordStream(block, MydevStream(stream));
+    void* ptr = data_ptr.get_context();
+    cache(deviceOfPointer(ptr, "recordStream")).recordStream(ptr, MydevStream(stream));
   }
 
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
@@ -457,16 +464,7 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
     if (ptr == nullptr) {
       return;
     }
-    Block* block = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(blocks_mutex_);
-      auto it = allocated_blocks_.find(ptr);
-      TORCH_CHECK(it != allocated_blocks_.end(), "mydev allocator: invalid device pointer ", ptr,
-                  " (not allocated by it, or already freed)");
-      block = it->second;
-      allocated_blocks_.erase(it);
-    }
-    cache(block->device).free(block);
+    cache(deviceOfPointer(ptr, "mydev allocator")).free(ptr);
   }
 
   DeviceCache& cache(c10::DeviceIndex device) {
@@ -480,16 +478,17 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
   }
 
  private:
-  Block* findBlock(void* ptr) {
-    std::lock_guard<std::mutex> lock(blocks_mutex_);
-    auto it = allocated_blocks_.find(ptr);
-    return it == allocated_blocks_.end() ? nullptr : it->second;
+  // Each device keeps its own blocks under its own lock; the runtime tells
+  // which device a pointer belongs to without taking one.
+  static c10::DeviceIndex deviceOfPointer(void* ptr, const char* caller) {
+    int device = -1;
+    TORCH_CHECK(mydevPointerGetDevice(&device, ptr) == mydevSuccess, caller, ": invalid device pointer ", ptr,
+                " (not allocated by the mydev caching allocator, or already freed)");
+    return static_cast<c10::DeviceIndex>(device);
   }
 
   std::once_flag caches_once_;
   std::vector<std::unique_ptr<DeviceCache>> caches_;
-  std::mutex blocks_mutex_;
-  ska::flat_hash_map<void*, Block*> allocated_blocks_;
 };
 
 MydevCachingAllocator g_allocator;

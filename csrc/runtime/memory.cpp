@@ -223,6 +223,17 @@ mydevError_t mydevFreeHost(void* host_ptr) {
   return mydevSuccess;
 }
 
+mydevError_t mydevPointerGetDevice(int* device, const void* ptr) {
+  const char* api = "mydevPointerGetDevice";
+  if (mydevError_t error = enter(api)) return error;
+  if (device == nullptr) return set_error(mydevErrorInvalidValue, "%s: device is NULL", api);
+  size_t offset;
+  const int index = find_device_of(ptr, &offset);
+  if (index < 0) return set_error(mydevErrorInvalidDevicePointer, "%s: %p is not mydev device memory", api, ptr);
+  *device = index;
+  return mydevSuccess;
+}
+
 mydevError_t mydevPointerGetAttributes(mydevPointerAttributes* attr, const void* ptr) {
   const char* api = "mydevPointerGetAttributes";
   if (mydevError_t error = enter(api)) return error;

@@ -483,6 +483,11 @@ TEST(pointer_attributes) {
   CHECK_OK(mydevPointerGetAttributes(&attr, on_one));
   CHECK_EQ(attr.type, mydevMemoryTypeDevice);
   CHECK_EQ(attr.device, 1);
+  int device = -1;
+  CHECK_OK(mydevPointerGetDevice(&device, static_cast<char*>(on_one) + 10));
+  CHECK_EQ(device, 1);
+  CHECK_OK(mydevPointerGetDevice(&device, p));
+  CHECK_EQ(device, 0);
   CHECK_OK(mydevFree(on_one));
 
   void* pinned = nullptr;
@@ -504,6 +509,8 @@ TEST(pointer_attributes) {
   CHECK_EQ(attr.size, 0u);
   CHECK_OK(mydevPointerGetAttributes(&attr, nullptr));
   CHECK_EQ(attr.type, mydevMemoryTypeUnregistered);
+  CHECK_ERR(mydevPointerGetDevice(&device, &stack_variable), mydevErrorInvalidDevicePointer);
+  CHECK_ERR(mydevPointerGetDevice(nullptr, p), mydevErrorInvalidValue);
 
   CHECK_OK(mydevFree(p));
   CHECK_OK(mydevPointerGetAttributes(&attr, p));

@@ -100,6 +100,9 @@ typedef struct mydevPointerAttributes {
 
 // Interior pointers resolve to their allocation. Never faults.
 mydevError_t mydevPointerGetAttributes(mydevPointerAttributes* attr, const void* ptr);
+// Only the device whose memory holds ptr: takes no lock, for allocators' free
+// paths. mydevErrorInvalidDevicePointer if ptr is not device memory.
+mydevError_t mydevPointerGetDevice(int* device, const void* ptr);
 
 typedef enum mydevMemcpyKind {
   mydevMemcpyHostToHost = 0,
