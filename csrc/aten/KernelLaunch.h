@@ -16,6 +16,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 #include <exception>
@@ -29,17 +30,24 @@ namespace detail {
 template <typename F>
 struct KernelClosure {
   F body;
+  bool grad_enabled;
 };
 
 // A kernel runs as a backend kernel runs on the calling thread: below
-// autograd. ATen code that builds tensors inside a kernel (the CPU sparse
-// kernels, among others) asserts that autograd is excluded from dispatch.
+// autograd, and in the caller's grad mode. ATen code that builds tensors
+// inside a kernel (the CPU sparse kernels, among others) asserts that
+// autograd is excluded from dispatch; CPU kernels that read whether an input
+// may need a gradient (GradMode and requires_grad: linalg_pinv, svd, ...)
+// must find what they would on the CPU, where a backward pass runs with grad
+// mode off.
 template <typename F>
 void runKernelClosure(void* args) {
   KernelWarningCollector warnings;
+  auto* closure = static_cast<KernelClosure<F>*>(args);
   at::AutoDispatchBelowADInplaceOrView below_autograd;
+  c10::AutoGradMode grad_mode(closure->grad_enabled);
   try {
-    static_cast<KernelClosure<F>*>(args)->body();
+    closure->body();
   } catch (const c10::Error& e) {
     rememberKernelErrorKind(e.what_without_backtrace(), kernelErrorKindOf(e));
     mydevKernelFail(e.what_without_backtrace());
@@ -67,7 +75,7 @@ void releaseKernelClosure(void* args) {
 template <typename Make>
 void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make) {
   using Body = decltype(make());
-  auto* closure = new detail::KernelClosure<Body>{make()};
+  auto* closure = new detail::KernelClosure<Body>{make(), c10::GradMode::is_enabled()};
   MYDEV_CHECK(mydevLaunchKernel(name, &detail::runKernelClosure<Body>, closure,
                                 &detail::releaseKernelClosure<Body>, stream.handle()));
   if (at::globalContext().deterministicAlgorithms()) {
