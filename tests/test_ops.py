@@ -646,6 +646,29 @@ class TestMydevOps(TestCase):
         self.assertFalse(got[0].isnan().any().item())
 
 
+    def test_results_keep_the_strides_of_the_cpu_kernel(self, device):
+        # LAPACK's results are column-major, lstsq's solution a view of a larger buffer: with other strides, later
+        # matrix products take other BLAS paths, and lstsq's gradient came out 2e-5 away from the CPU's.
+        from torch.testing._internal.common_methods_invocations import op_db
+
+        lstsq = next(op for op in op_db if op.name == "linalg.lstsq" and op.variant_test_name == "")
+        sample = list(lstsq.reference_inputs("cpu", torch.float32))[8]
+        self.assertEqual(sample.kwargs, {"driver": "gelss"})
+        grad_output = torch.randn(3, 3, generator=torch.Generator().manual_seed(1))
+
+        def run(on):
+            a = sample.input.to(on).requires_grad_()
+            b = sample.args[0].to(on).requires_grad_()
+            solution = torch.linalg.lstsq(a, b, driver="gelss").solution
+            geometry = (solution.stride(), solution.untyped_storage().nbytes())
+            eigenvectors = torch.linalg.eig(sample.input[:3].to(on)).eigenvectors
+            gradients = [g.cpu() for g in torch.autograd.grad(solution, (a, b), grad_output.to(on))]
+            return geometry, eigenvectors.stride(), gradients
+
+        on_device, on_cpu = run(device), run("cpu")
+        self.assertEqual(on_device[:2], on_cpu[:2])
+        self.assertEqual(on_device[2], on_cpu[2], atol=0, rtol=0)
+
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 
 if __name__ == "__main__":

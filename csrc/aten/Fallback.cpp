@@ -143,7 +143,11 @@ bool isGeneratorArgument(const c10::Argument& argument) {
 // nansum's 64-dimension limit, bucketize's 1-D boundaries, searchsorted's
 // output dtype, histc's finite range, median's and nanmedian's non-empty
 // reduction dimension (found by upstream test_reductions.py), frexp's input
-// and output dtypes (test_unary_ufuncs.py).
+// and output dtypes (test_unary_ufuncs.py). And linalg_lstsq and
+// linalg_eig, whose CPU results are LAPACK's column-major buffers (lstsq's
+// solution a view of one) where Meta predicts contiguous tensors: with Meta's
+// strides, later matrix products took other BLAS paths than on the CPU (2e-5
+// apart in lstsq's gradient).
 bool metaCannotStandInForCpu(const c10::OperatorName& name) {
   static const std::unordered_set<std::string> names = {
       "aten::nansum",
@@ -166,6 +170,8 @@ bool metaCannotStandInForCpu(const c10::OperatorName& name) {
       "aten::_batch_norm_no_update",
       "aten::multi_margin_loss",
       "aten::multilabel_margin_loss_forward",
+      "aten::linalg_lstsq",
+      "aten::linalg_eig",
   };
   return names.count(name.name) > 0;
 }
@@ -556,6 +562,18 @@ ResultBases resultBases(const at::Tensor& cpu, const KernelMemory& memory) {
 // return: an argument it aliases (updated in place for out= arguments), a view
 // of an argument's device storage, or new device memory holding a host result.
 // A sparse result is adopted member by member.
+// Copies a host storage's bytes to the start of a device storage, on the stream.
+void copyStorageBytes(const c10::Storage& target, const c10::Storage& cpu, c10::DeviceIndex device,
+                      const MydevStream& stream) {
+  const auto nbytes = static_cast<int64_t>(cpu.nbytes());
+  const at::Tensor cpu_bytes = at::empty({0}, at::kByte).set_(cpu, 0, {nbytes}, {1});
+  const at::Tensor device_bytes = deviceView(target, at::empty({nbytes}, at::TensorOptions(at::kByte).device(at::kMeta)));
+  launchKernel("mydev::adopt_host_result", stream, [ref = describe(device_bytes), cpu_bytes] {
+    KernelMemory memory;
+    memory.map(ref).copy_(cpu_bytes);
+  });
+}
+
 at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, const at::Tensor* mutated_argument,
                            c10::ArrayRef<c10::IValue> args, c10::DeviceIndex device, const MydevStream& stream,
                            const std::string& name) {
@@ -580,15 +598,24 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, cons
     return assembleSparse(sparseGeometry(cpu), members);
   }
   void* device_base = bases.base;
-  at::Tensor target;
   if (mutated_argument != nullptr) {
-    target = *mutated_argument;
+    at::Tensor target = *mutated_argument;
     if (device_base != nullptr && device_base == target.storage().data()) {
       target.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
       ensureStorageFits(target);
       return target;
     }
-    target.resize_(cpu.sizes());
+    // The CPU kernel gave the output new memory (resized it, or made it a view
+    // of a buffer of its own, as LAPACK's column-major solutions are): the
+    // output's storage takes all of that memory and the output its geometry,
+    // as the CPU's output storage did.
+    const size_t nbytes = cpu.storage().nbytes();
+    if (target.storage().nbytes() < nbytes) {
+      resizeStorageBytes(target.storage(), nbytes);
+    }
+    target.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
+    copyStorageBytes(target.storage(), cpu.storage(), device, stream);
+    return target;
   } else if (device_base != nullptr) {
     for (const c10::IValue& value : args) {
       std::optional<at::Tensor> match;
@@ -606,11 +633,16 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, cons
       }
     }
   }
-  if (!target.defined()) {
-    target = cpu.is_non_overlapping_and_dense()
-        ? emptyDevice(cpu, device)
-        : at::empty(cpu.sizes(), cpu.options().device(c10::Device(c10::DeviceType::PrivateUse1, device)));
+  if (!cpu.is_non_overlapping_and_dense()) {
+    // A view with gaps or overlaps (expanded results, views of a buffer of
+    // the kernel's own): its whole storage comes over, so that the device
+    // tensor has the CPU's geometry, by which later kernels choose their paths.
+    const at::TensorOptions on_device = at::TensorOptions(at::kByte).device(c10::DeviceType::PrivateUse1, device);
+    const at::Tensor bytes = at::empty({static_cast<int64_t>(cpu.storage().nbytes())}, on_device);
+    copyStorageBytes(bytes.storage(), cpu.storage(), device, stream);
+    return deviceView(bytes.storage(), cpu);
   }
+  const at::Tensor target = emptyDevice(cpu, device);
   launchKernel("mydev::adopt_host_result", stream, [ref = describe(target), cpu] {
     KernelMemory memory;
     memory.map(ref).copy_(cpu);
