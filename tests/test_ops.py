@@ -645,7 +645,6 @@ class TestMydevOps(TestCase):
             self.assertEqual(result.cpu(), expected.to(dtype))
         self.assertFalse(got[0].isnan().any().item())
 
-
     def test_results_keep_the_strides_of_the_cpu_kernel(self, device):
         # LAPACK's results are column-major, lstsq's solution a view of a larger buffer: with other strides, later
         # matrix products take other BLAS paths, and lstsq's gradient came out 2e-5 away from the CPU's.
@@ -668,6 +667,24 @@ class TestMydevOps(TestCase):
         on_device, on_cpu = run(device), run("cpu")
         self.assertEqual(on_device[:2], on_cpu[:2])
         self.assertEqual(on_device[2], on_cpu[2], atol=0, rtol=0)
+
+    def test_out_arguments_the_cpu_kernel_grows_keep_its_view_of_the_storage(self, device):
+        # lstsq makes a too-small out= solution a column-major view into its grown storage, whose other views see it.
+        a = torch.randn(4, 3, generator=torch.Generator().manual_seed(3))
+        b = torch.randn(4, 3, generator=torch.Generator().manual_seed(4))
+
+        def run(on):
+            base = torch.full((2, 5), 7.0, device=on)
+            solution = base[1, :0]
+            rest = (torch.empty(0, device=on), torch.empty(0, dtype=torch.int64, device=on), torch.empty(0, device=on))
+            torch.linalg.lstsq(a.to(on), b.to(on), driver="gelss", out=(solution, *rest))
+            return solution.stride(), solution.storage_offset(), solution.cpu(), base.cpu(), solution.untyped_storage().cpu()
+
+        on_device, on_cpu = run(device), run("cpu")
+        self.assertEqual(on_device[:2], on_cpu[:2])
+        self.assertEqual(on_device[2:4], on_cpu[2:4], atol=0, rtol=0)
+        self.assertEqual(torch.tensor(on_device[4].tolist()), torch.tensor(on_cpu[4].tolist()))
+
 
 instantiate_device_type_tests(TestMydevOps, globals(), only_for=("privateuse1",))
 

@@ -558,21 +558,34 @@ ResultBases resultBases(const at::Tensor& cpu, const KernelMemory& memory) {
   return bases;
 }
 
-// Turns a tensor the synchronous CPU call returned into the device tensor to
-// return: an argument it aliases (updated in place for out= arguments), a view
-// of an argument's device storage, or new device memory holding a host result.
-// A sparse result is adopted member by member.
-// Copies a host storage's bytes to the start of a device storage, on the stream.
-void copyStorageBytes(const c10::Storage& target, const c10::Storage& cpu, c10::DeviceIndex device,
-                      const MydevStream& stream) {
+// Copies a host storage's bytes to the start of a device storage at least as
+// large, on the stream.
+void copyHostStorageInto(const c10::Storage& device_storage, const c10::Storage& cpu, const MydevStream& stream) {
   const auto nbytes = static_cast<int64_t>(cpu.nbytes());
   const at::Tensor cpu_bytes = at::empty({0}, at::kByte).set_(cpu, 0, {nbytes}, {1});
-  const at::Tensor device_bytes = deviceView(target, at::empty({nbytes}, at::TensorOptions(at::kByte).device(at::kMeta)));
+  const at::Tensor device_bytes =
+      deviceView(device_storage, at::empty({nbytes}, at::TensorOptions(at::kByte).device(at::kMeta)));
   launchKernel("mydev::adopt_host_result", stream, [ref = describe(device_bytes), cpu_bytes] {
     KernelMemory memory;
     memory.map(ref).copy_(cpu_bytes);
   });
 }
+
+// A new device storage holding a host storage's bytes.
+c10::Storage deviceCopyOfStorage(const c10::Storage& cpu, c10::DeviceIndex device, const MydevStream& stream) {
+  const at::Tensor device_bytes = at::empty({static_cast<int64_t>(cpu.nbytes())},
+                                            at::TensorOptions(at::kByte).device(c10::DeviceType::PrivateUse1, device));
+  copyHostStorageInto(device_bytes.storage(), cpu, stream);
+  return device_bytes.storage();
+}
+
+// Turns a tensor the synchronous CPU call returned into the device tensor to
+// return: an argument it aliases (updated in place for out= arguments), a view
+// of an argument's device storage, or new device memory holding a host result.
+// A result that is a view with gaps or overlaps (LAPACK's column-major lstsq
+// solution, expanded results) brings its whole storage along, so that the
+// device tensor has the CPU's geometry, by which later kernels choose their
+// paths. A sparse result is adopted member by member.
 
 at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, const at::Tensor* mutated_argument,
                            c10::ArrayRef<c10::IValue> args, c10::DeviceIndex device, const MydevStream& stream,
@@ -605,16 +618,24 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, cons
       ensureStorageFits(target);
       return target;
     }
-    // The CPU kernel gave the output new memory (resized it, or made it a view
-    // of a buffer of its own, as LAPACK's column-major solutions are): the
-    // output's storage takes all of that memory and the output its geometry,
-    // as the CPU's output storage did.
-    const size_t nbytes = cpu.storage().nbytes();
-    if (target.storage().nbytes() < nbytes) {
-      resizeStorageBytes(target.storage(), nbytes);
+    if (!cpu.is_non_overlapping_and_dense()) {
+      // The CPU kernel grew the output's storage (its old bytes copied along)
+      // and made the output a view with gaps into it, as LAPACK's column-major
+      // solutions are: the device storage grows and takes all of those bytes,
+      // so that the output and any other view of the storage read what they
+      // read on the CPU.
+      if (target.storage().nbytes() < cpu.storage().nbytes()) {
+        resizeStorageBytes(target.storage(), cpu.storage().nbytes());
+      }
+      target.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
+      copyHostStorageInto(target.storage(), cpu.storage(), stream);
+      return target;
     }
-    target.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
-    copyStorageBytes(target.storage(), cpu.storage(), device, stream);
+    target.resize_(cpu.sizes());
+    launchKernel("mydev::adopt_host_result", stream, [ref = describe(target), cpu] {
+      KernelMemory memory;
+      memory.map(ref).copy_(cpu);
+    });
     return target;
   } else if (device_base != nullptr) {
     for (const c10::IValue& value : args) {
@@ -634,13 +655,7 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, cons
     }
   }
   if (!cpu.is_non_overlapping_and_dense()) {
-    // A view with gaps or overlaps (expanded results, views of a buffer of
-    // the kernel's own): its whole storage comes over, so that the device
-    // tensor has the CPU's geometry, by which later kernels choose their paths.
-    const at::TensorOptions on_device = at::TensorOptions(at::kByte).device(c10::DeviceType::PrivateUse1, device);
-    const at::Tensor bytes = at::empty({static_cast<int64_t>(cpu.storage().nbytes())}, on_device);
-    copyStorageBytes(bytes.storage(), cpu.storage(), device, stream);
-    return deviceView(bytes.storage(), cpu);
+    return deviceView(deviceCopyOfStorage(cpu.storage(), device, stream), cpu);
   }
   const at::Tensor target = emptyDevice(cpu, device);
   launchKernel("mydev::adopt_host_result", stream, [ref = describe(target), cpu] {

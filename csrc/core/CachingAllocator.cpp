@@ -146,7 +146,7 @@ class DeviceCache {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     auto it = allocated_blocks_.find(ptr);
     TORCH_CHECK(it != allocated_blocks_.end(), "mydev allocator: invalid device pointer ", ptr,
-                " (not allocated by it, or already freed)");
+                " (not allocated by the mydev caching allocator, or already freed)");
     Block* block = it->second;
     allocated_blocks_.erase(it);
     block->allocated = false;
@@ -170,8 +170,8 @@ class DeviceCache {
   void recordStream(void* ptr, const MydevStream& stream) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     auto it = allocated_blocks_.find(ptr);
-    TORCH_CHECK(it != allocated_blocks_.end(),
-                "recordStream: the pointer was not allocated by the mydev caching allocator");
+    TORCH_CHECK(it != allocated_blocks_.end(), "recordStream: invalid device pointer ", ptr,
+                " (not allocated by the mydev caching allocator, or already freed)");
     Block* block = it->second;
     if (stream.id() != block->stream) {
       block->stream_uses.insert(stream.id());

@@ -41,8 +41,10 @@ bool gathersPastInt16(const Tensor& input, const Tensor& grid) {
     return false;  // ATen's shape checks report these
   }
   const int64_t input_reach = (input.size(2) - 1) * input.stride(2) + (input.size(3) - 1) * input.stride(3);
+  // The backward kernel scatters into a contiguous grad_input plane.
+  const int64_t plane_reach = input.size(2) * input.size(3) - 1;
   const int64_t grid_reach = grid.stride(2) * (kWidestTwoByteVector - 1);
-  return std::max(input_reach, grid_reach) > std::numeric_limits<int16_t>::max();
+  return std::max({input_reach, plane_reach, grid_reach}) > std::numeric_limits<int16_t>::max();
 }
 
 Tensor toFloat(const Tensor& tensor) { return tensor.defined() ? tensor.to(at::kFloat) : tensor; }

@@ -1,4 +1,3 @@
-#include <cstring>
 #include <exception>
 
 #include "internal.h"

@@ -208,7 +208,9 @@ def main(argv=None):
 
 
 def print_summary(report, output):
-    sections = [("pairs", report["summary"])] if report["summary"]["pairs"] or "upstream" not in report else []
+    pairs = report["summary"]
+    listed = pairs["pairs"] or pairs["not_applicable"]
+    sections = [("pairs with a CPU reference", pairs)] if listed or "upstream" not in report else []
     if "goldens" in report:
         sections.append(("goldens", report["goldens"]["summary"]))
     for title, summary in sections:

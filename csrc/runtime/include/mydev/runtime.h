@@ -149,9 +149,10 @@ typedef void (*mydevReleaseFn)(void* args);
 // Queues fn(args) on `stream`. `name` (its first 63 characters are copied)
 // identifies the kernel in errors.
 // `release`, if not NULL, is called with args after the kernel ran, on a host
-// thread: the next one that launches work on or synchronizes with `stream`
-// (or at once if the launch itself fails), so that what the caller allocated
-// for the kernel is freed on a host thread, never on the stream's worker.
+// thread: one that launches work on `stream` (finished kernels are released
+// 64 at a time) or synchronizes with it (or at once if the launch itself
+// fails), so that what the caller allocated for the kernel is freed on a host
+// thread, never on the stream's worker.
 mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args,
                                mydevReleaseFn release, mydevStream_t stream);
 // Called from inside a running kernel: marks it failed with `message` (copied).
