@@ -23,27 +23,27 @@ void checkTensorOptions(std::optional<c10::Layout> layout, std::optional<bool> p
   TORCH_CHECK(!pin_memory.value_or(false), "Only dense CPU tensors can be pinned; mydev tensors cannot");
 }
 
-at::Tensor emptyMemoryFormat(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                             std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                             std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
-  checkTensorOptions(layout, pin_memory);
-  at::Tensor created =
-      emptyOnDevice(size, {}, at::TensorOptions().dtype(dtype).device(device).memory_format(memory_format));
+// As the CPU's empty factories do (its internal allocations stay unfilled).
+at::Tensor filledIfDeterministic(at::Tensor created) {
   if (C10_UNLIKELY(fillsUninitializedMemory())) {
     at::native::fill_empty_deterministic_(created);
   }
   return created;
 }
 
+at::Tensor emptyMemoryFormat(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                             std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                             std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+  checkTensorOptions(layout, pin_memory);
+  return filledIfDeterministic(
+      emptyOnDevice(size, {}, at::TensorOptions().dtype(dtype).device(device).memory_format(memory_format)));
+}
+
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                         std::optional<bool> pin_memory) {
   checkTensorOptions(layout, pin_memory);
-  at::Tensor created = emptyOnDevice(size, stride, at::TensorOptions().dtype(dtype).device(device));
-  if (C10_UNLIKELY(fillsUninitializedMemory())) {
-    at::native::fill_empty_deterministic_(created);
-  }
-  return created;
+  return filledIfDeterministic(emptyOnDevice(size, stride, at::TensorOptions().dtype(dtype).device(device)));
 }
 
 }  // namespace

@@ -558,17 +558,21 @@ ResultBases resultBases(const at::Tensor& cpu, const KernelMemory& memory) {
   return bases;
 }
 
+// Copies a host result into a device tensor of its shape, on the stream.
+void copyHostResultInto(const at::Tensor& target, const at::Tensor& cpu, const MydevStream& stream) {
+  launchKernel("mydev::adopt_host_result", stream, [ref = describe(target), cpu] {
+    KernelMemory memory;
+    memory.map(ref).copy_(cpu);
+  });
+}
+
 // Copies a host storage's bytes to the start of a device storage at least as
 // large, on the stream.
 void copyHostStorageInto(const c10::Storage& device_storage, const c10::Storage& cpu, const MydevStream& stream) {
   const auto nbytes = static_cast<int64_t>(cpu.nbytes());
   const at::Tensor cpu_bytes = at::empty({0}, at::kByte).set_(cpu, 0, {nbytes}, {1});
-  const at::Tensor device_bytes =
-      deviceView(device_storage, at::empty({nbytes}, at::TensorOptions(at::kByte).device(at::kMeta)));
-  launchKernel("mydev::adopt_host_result", stream, [ref = describe(device_bytes), cpu_bytes] {
-    KernelMemory memory;
-    memory.map(ref).copy_(cpu_bytes);
-  });
+  copyHostResultInto(deviceView(device_storage, at::empty({nbytes}, at::TensorOptions(at::kByte).device(at::kMeta))),
+                     cpu_bytes, stream);
 }
 
 // A new device storage holding a host storage's bytes.
@@ -586,7 +590,6 @@ c10::Storage deviceCopyOfStorage(const c10::Storage& cpu, c10::DeviceIndex devic
 // solution, expanded results) brings its whole storage along, so that the
 // device tensor has the CPU's geometry, by which later kernels choose their
 // paths. A sparse result is adopted member by member.
-
 at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, const at::Tensor* mutated_argument,
                            c10::ArrayRef<c10::IValue> args, c10::DeviceIndex device, const MydevStream& stream,
                            const std::string& name) {
@@ -632,10 +635,7 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, cons
       return target;
     }
     target.resize_(cpu.sizes());
-    launchKernel("mydev::adopt_host_result", stream, [ref = describe(target), cpu] {
-      KernelMemory memory;
-      memory.map(ref).copy_(cpu);
-    });
+    copyHostResultInto(target, cpu, stream);
     return target;
   } else if (device_base != nullptr) {
     for (const c10::IValue& value : args) {
@@ -658,10 +658,7 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, cons
     return deviceView(deviceCopyOfStorage(cpu.storage(), device, stream), cpu);
   }
   const at::Tensor target = emptyDevice(cpu, device);
-  launchKernel("mydev::adopt_host_result", stream, [ref = describe(target), cpu] {
-    KernelMemory memory;
-    memory.map(ref).copy_(cpu);
-  });
+  copyHostResultInto(target, cpu, stream);
   return target;
 }
 

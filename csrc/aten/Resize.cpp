@@ -51,7 +51,8 @@ const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
                          std::optional<c10::MemoryFormat> memory_format) {
   at::detail::check_size_nonnegative(size);
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
-  const int64_t old_storage_bytes = impl->unsafe_storage() ? static_cast<int64_t>(impl->unsafe_storage().nbytes()) : 0;
+  const int64_t old_storage_bytes =
+      impl->unsafe_storage() ? static_cast<int64_t>(impl->unsafe_storage().nbytes()) : 0;
   if (self.sizes() != size || memory_format.has_value()) {
     impl->set_sizes_contiguous(size);
     if (memory_format.has_value()) {

@@ -144,11 +144,8 @@ class DeviceCache {
 
   void free(void* ptr) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
-    auto it = allocated_blocks_.find(ptr);
-    TORCH_CHECK(it != allocated_blocks_.end(), "mydev allocator: invalid device pointer ", ptr,
-                " (not allocated by the mydev caching allocator, or already freed)");
-    Block* block = it->second;
-    allocated_blocks_.erase(it);
+    Block* block = liveBlockLocked(ptr, "mydev allocator");
+    allocated_blocks_.erase(ptr);
     block->allocated = false;
     updateStat(&DeviceStats::allocation, block->is_small, -1);
     updateStat(&DeviceStats::allocated_bytes, block->is_small, -static_cast<int64_t>(block->size));
@@ -169,10 +166,7 @@ class DeviceCache {
 
   void recordStream(void* ptr, const MydevStream& stream) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
-    auto it = allocated_blocks_.find(ptr);
-    TORCH_CHECK(it != allocated_blocks_.end(), "recordStream: invalid device pointer ", ptr,
-                " (not allocated by the mydev caching allocator, or already freed)");
-    Block* block = it->second;
+    Block* block = liveBlockLocked(ptr, "recordStream");
     if (stream.id() != block->stream) {
       block->stream_uses.insert(stream.id());
     }
@@ -230,6 +224,14 @@ class DeviceCache {
   }
 
  private:
+  // The live block starting at ptr (mutex_ held).
+  Block* liveBlockLocked(void* ptr, const char* caller) {
+    auto it = allocated_blocks_.find(ptr);
+    TORCH_CHECK(it != allocated_blocks_.end(), caller, ": invalid device pointer ", ptr,
+                " (not allocated by the mydev caching allocator, or already freed)");
+    return it->second;
+  }
+
   template <typename F>
   void forEachStatArray(F f) {
     for (StatArray DeviceStats::*member :

@@ -146,7 +146,8 @@ void mydevStream::execute(const mydev::Task& task, const char* name, uint64_t se
   }
   std::string failure;
   if (!mydev::run_kernel(device, name, task.fn, task.args, &failure)) {
-    record_failure(seq, std::string("kernel '") + name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
+    record_failure(seq,
+                   std::string("kernel '") + name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
   }
 }
 
