@@ -145,6 +145,41 @@ class TestCachingAllocator(TestCase):
         del x
 
 
+class TestKernelWorkspace(TestCase):
+    """Large host buffers that CPU kernels allocate while running on the stream worker are cached."""
+
+    def convolve(self):
+        generator = torch.Generator().manual_seed(0)
+        images = torch.randn(4, 16, 64, 64, generator=generator)
+        weight = torch.randn(16, 16, 3, 3, generator=generator)
+        result = torch.nn.functional.conv2d(images.to("mydev"), weight.to("mydev"), padding=1).cpu()
+        self.assertEqual(result, torch.nn.functional.conv2d(images, weight, padding=1), atol=1e-4, rtol=1e-4)
+
+    def test_a_repeated_kernel_reuses_its_workspace(self):
+        self.convolve()
+        first = torch.mydev.kernel_workspace_stats()
+        self.assertGreater(first["requests"], 0)
+        self.assertEqual(first["active_bytes"], 0)
+        self.assertGreater(first["idle_bytes"], 0)
+        self.convolve()
+        second = torch.mydev.kernel_workspace_stats()
+        requests = second["requests"] - first["requests"]
+        self.assertGreater(requests, 0)
+        self.assertEqual(second["reused"] - first["reused"], requests)
+        self.assertEqual(second["idle_bytes"], first["idle_bytes"])
+
+    def test_empty_cache_frees_idle_workspace(self):
+        self.convolve()
+        self.assertGreater(torch.mydev.kernel_workspace_stats()["idle_bytes"], 0)
+        torch.mydev.empty_cache()
+        self.assertEqual(torch.mydev.kernel_workspace_stats()["idle_bytes"], 0)
+
+    def test_host_allocations_outside_kernels_are_not_cached(self):
+        before = torch.mydev.kernel_workspace_stats()
+        torch.ones(1 << 20).mul_(2)
+        self.assertEqual(torch.mydev.kernel_workspace_stats()["requests"], before["requests"])
+
+
 class TestOutOfMemory(TestCase):
     def test_out_of_memory_raises_and_the_process_recovers(self):
         total = torch.mydev.get_device_properties(0).total_memory

@@ -9,6 +9,7 @@
 #include "Device.h"
 #include "Event.h"
 #include "Exception.h"
+#include "KernelWorkspaceAllocator.h"
 #include "Stream.h"
 
 #include <c10/util/Exception.h>
@@ -434,6 +435,7 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
     for (c10::DeviceIndex device = 0; device < deviceCount(); ++device) {
       cache(device).emptyCache();
     }
+    releaseIdleKernelWorkspaces();
   }
 
   void recordStream(const c10::DataPtr& data_ptr, c10::Stream stream) override {

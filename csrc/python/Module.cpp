@@ -8,6 +8,7 @@
 #include "../core/Exception.h"
 #include "../core/Generator.h"
 #include "../core/HostAllocator.h"
+#include "../core/KernelWorkspaceAllocator.h"
 
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
@@ -124,6 +125,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_host_memory_stats", &hostMemoryStats);
   m.def("_reset_accumulated_host_memory_stats", [] { hostAllocator()->reset_accumulated_stats(); });
   m.def("_reset_peak_host_memory_stats", [] { hostAllocator()->reset_peak_stats(); });
+
+  m.def("_kernel_workspace_stats", [] {
+    const KernelWorkspaceStats stats = kernelWorkspaceStats();
+    py::dict result;
+    result["active_bytes"] = stats.active_bytes;
+    result["idle_bytes"] = stats.idle_bytes;
+    result["requests"] = stats.requests;
+    result["reused"] = stats.reused;
+    return result;
+  });
 
   m.def("_fallback_counts", [] {
     py::dict counts;

@@ -90,4 +90,6 @@ mydevError_t mydevKernelMapPointer(const void* dev_ptr, void** kernel_ptr) {
   return mydevSuccess;
 }
 
+int mydevInKernel(void) { return t_kernel != nullptr ? 1 : 0; }
+
 }  // extern "C"

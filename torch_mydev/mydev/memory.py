@@ -81,6 +81,19 @@ def empty_cache():
         torch.accelerator.empty_cache()
 
 
+def kernel_workspace_stats():
+    """Host buffers of 128 KiB or more that kernels allocate while they run.
+
+    mydev's kernels are ATen's CPU kernels; their scratch buffers and results
+    (oneDNN's reordered tensors, among others) come from a cache, as a GPU
+    library's workspace comes from the device's caching allocator. Keys:
+    ``active_bytes`` (held by kernels' tensors now), ``idle_bytes`` (kept for
+    reuse, returned by :func:`empty_cache`), ``requests`` and ``reused`` (how
+    many allocations an idle block served) since the process started.
+    """
+    return _C._kernel_workspace_stats()
+
+
 def set_per_process_memory_fraction(fraction, device=None):
     """Caps what this process's allocator may reserve on a device at fraction x its capacity.
 

@@ -163,6 +163,9 @@ void mydevKernelFail(const char* message);
 // kernel may read and write. mydevErrorNotPermitted outside a kernel,
 // mydevErrorInvalidDevicePointer if ptr is not device memory.
 mydevError_t mydevKernelMapPointer(const void* dev_ptr, void** kernel_ptr);
+// 1 when the calling thread is a stream worker running a kernel, else 0.
+// Cheap enough for an allocator's hot path: no checks, no error state.
+int mydevInKernel(void);
 
 // ---- events ----------------------------------------------------------------
 enum {

@@ -1,0 +1,172 @@
+// The device's kernels are ATen's CPU kernels, and they allocate their
+// scratch buffers and results from the CPU allocator: oneDNN's convolution,
+// for one, takes ~20 MB per call for reordered inputs and outputs. glibc hands
+// buffers of that size back to the system when they are freed, so every call
+// pays for fresh pages again (page faults were 40 % of a 3x3 convolution's
+// time), and how much it pays depends on glibc's history of frees. A GPU
+// backend takes such workspaces from its caching allocator instead (cuDNN's
+// workspace comes from CUDA's), and so does mydev: the process's CPU
+// allocator is wrapped, and while the calling thread runs a mydev kernel a
+// large buffer is taken from, and given back to, a cache of idle blocks.
+// Every other allocation goes to the wrapped allocator unchanged.
+#include "KernelWorkspaceAllocator.h"
+
+#include <mydev/runtime.h>
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/flat_hash_map.h>
+
+#include <pthread.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace torch_mydev {
+
+namespace {
+
+// Below this size glibc serves a buffer from its heap without new pages.
+constexpr size_t kMinCachedBytes = 128 << 10;
+// Idle blocks kept for reuse at most; a block freed beyond that goes back.
+constexpr size_t kMaxIdleBytes = 512 << 20;
+
+class WorkspaceCache {
+ public:
+  WorkspaceCache() {
+    pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                   [] { instance().mutex_.unlock(); });
+  }
+
+  static WorkspaceCache& instance() {
+    // Leaked: tensors can be freed during static destruction.
+    static auto* cache = new WorkspaceCache();
+    return *cache;
+  }
+
+  void* take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.requests;
+      // A block up to a quarter larger serves: kernels ask for the same few
+      // sizes again and again, and a close fit keeps the waste small.
+      auto it = idle_.lower_bound(bytes);
+      if (it != idle_.end() && it->first - bytes <= bytes / 4) {
+        void* ptr = it->second;
+        stats_.idle_bytes -= it->first;
+        stats_.active_bytes += it->first;
+        ++stats_.reused;
+        live_.emplace(ptr, it->first);
+        idle_.erase(it);
+        return ptr;
+      }
+    }
+    void* ptr = c10::alloc_cpu(bytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.active_bytes += bytes;
+    live_.emplace(ptr, bytes);
+    return ptr;
+  }
+
+  // Whether ptr was a live workspace block (now idle or freed).
+  bool give_back(void* ptr) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto it = live_.find(ptr);
+    if (it == live_.end()) {
+      return false;
+    }
+    const size_t bytes = it->second;
+    live_.erase(it);
+    stats_.active_bytes -= bytes;
+    if (stats_.idle_bytes + bytes > kMaxIdleBytes) {
+      lock.unlock();
+      c10::free_cpu(ptr);
+      return true;
+    }
+    idle_.emplace(bytes, ptr);
+    stats_.idle_bytes += bytes;
+    return true;
+  }
+
+  KernelWorkspaceStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void release_idle() {
+    std::vector<void*> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& [bytes, ptr] : idle_) {
+        blocks.push_back(ptr);
+      }
+      idle_.clear();
+      stats_.idle_bytes = 0;
+    }
+    for (void* ptr : blocks) {
+      c10::free_cpu(ptr);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<size_t, void*> idle_;
+  KernelWorkspaceStats stats_;
+  ska::flat_hash_map<void*, size_t> live_;
+};
+
+class KernelWorkspaceAllocator final : public c10::Allocator {
+ public:
+  explicit KernelWorkspaceAllocator(c10::Allocator* wrapped) : wrapped_(wrapped) {}
+
+  c10::DataPtr allocate(size_t bytes) override {
+    if (bytes < kMinCachedBytes || mydevInKernel() == 0) {
+      return wrapped_->allocate(bytes);
+    }
+    void* ptr = WorkspaceCache::instance().take(bytes);
+    return {ptr, ptr, &deleteWorkspace, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  // raw_allocate's blocks (oneDNN's, through ideep) come back here with their
+  // address only, so this deleter serves blocks of both origins.
+  c10::DeleterFnPtr raw_deleter() const override { return &deleteRaw; }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    wrapped_->copy_data(dest, src, count);
+  }
+
+  static KernelWorkspaceAllocator* installed;
+
+ private:
+  static void deleteWorkspace(void* ptr) { WorkspaceCache::instance().give_back(ptr); }
+
+  static void deleteRaw(void* ptr) {
+    if (ptr != nullptr && !WorkspaceCache::instance().give_back(ptr)) {
+      installed->wrapped_->raw_deleter()(ptr);
+    }
+  }
+
+  c10::Allocator* const wrapped_;
+};
+
+// An allocator without a raw deleter cannot be wrapped (deleteRaw needs it);
+// kernels then allocate from it directly.
+KernelWorkspaceAllocator* KernelWorkspaceAllocator::installed = []() -> KernelWorkspaceAllocator* {
+  c10::Allocator* wrapped = c10::GetCPUAllocator();
+  if (wrapped->raw_deleter() == nullptr) {
+    return nullptr;
+  }
+  auto* allocator = new KernelWorkspaceAllocator(wrapped);
+  c10::SetCPUAllocator(allocator);
+  return allocator;
+}();
+
+}  // namespace
+
+void releaseIdleKernelWorkspaces() { WorkspaceCache::instance().release_idle(); }
+
+KernelWorkspaceStats kernelWorkspaceStats() { return WorkspaceCache::instance().stats(); }
+
+}  // namespace torch_mydev
