@@ -20,6 +20,7 @@
 #include <c10/util/Exception.h>
 
 #include <exception>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -57,8 +58,8 @@ void runKernelClosure(void* args) {
 }
 
 template <typename F>
-void releaseKernelClosure(void* args) {
-  delete static_cast<KernelClosure<F>*>(args);
+void destroyKernelClosure(void* args) {
+  static_cast<KernelClosure<F>*>(args)->~KernelClosure<F>();
 }
 
 }  // namespace detail
@@ -70,14 +71,24 @@ void releaseKernelClosure(void* args) {
 // takes a deterministic path, which is a valid result).
 //
 // launchKernelBuiltBy takes a function returning the callable instead, and
-// builds the callable where the launch keeps it: a native launch captures its
-// arguments straight into the kernel's storage, with no move of them after.
+// builds the callable where the launch keeps it, in the stream's launch queue
+// (mydevLaunchKernelWithArgs): a native launch captures its arguments straight
+// into the kernel's storage, with no move of them after and no allocation.
 template <typename Make>
 void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make) {
   using Body = decltype(make());
-  auto* closure = new detail::KernelClosure<Body>{make(), c10::GradMode::is_enabled()};
-  MYDEV_CHECK(mydevLaunchKernel(name, &detail::runKernelClosure<Body>, closure,
-                                &detail::releaseKernelClosure<Body>, stream.handle()));
+  using Closure = detail::KernelClosure<Body>;
+  static_assert(alignof(Closure) <= 64, "the launch queue aligns kernel arguments to 64 bytes");
+  struct Builder {
+    Make& make;
+    bool grad_enabled;
+  } builder{make, c10::GradMode::is_enabled()};
+  const auto construct = [](void* context, void* args) {
+    auto* from = static_cast<Builder*>(context);
+    new (args) Closure{from->make(), from->grad_enabled};
+  };
+  MYDEV_CHECK(mydevLaunchKernelWithArgs(name, &detail::runKernelClosure<Body>, sizeof(Closure), construct, &builder,
+                                        &detail::destroyKernelClosure<Body>, stream.handle()));
   if (at::globalContext().deterministicAlgorithms()) {
     stream.synchronize();
   }

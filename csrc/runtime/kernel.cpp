@@ -69,6 +69,25 @@ mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args, m
   return take_stream_error(*stream, seq);
 }
 
+mydevError_t mydevLaunchKernelWithArgs(const char* name, mydevKernelFn fn, size_t args_size,
+                                       mydevArgsConstructFn construct, void* context, mydevReleaseFn release,
+                                       mydevStream_t handle) {
+  const char* api = "mydevLaunchKernelWithArgs";
+  mydevError_t error = enter(api);
+  mydevStream* stream = nullptr;
+  if (error == mydevSuccess && (fn == nullptr || construct == nullptr)) {
+    error = set_error(mydevErrorInvalidValue, "%s: kernel '%s' has no %s", api, name != nullptr ? name : "",
+                      fn == nullptr ? "function" : "argument constructor");
+  }
+  if (error == mydevSuccess) error = resolve_stream(api, handle, &stream);
+  if (error != mydevSuccess) return error;
+  const uint64_t seq =
+      stream->submit_kernel(name != nullptr ? name : "<unnamed>", fn, args_size, construct, context, release);
+  if (!config().launch_blocking) return mydevSuccess;
+  stream->wait(seq);
+  return take_stream_error(*stream, seq);
+}
+
 void mydevKernelFail(const char* message) { fail_running_kernel(message); }
 
 mydevError_t mydevKernelMapPointer(const void* dev_ptr, void** kernel_ptr) {

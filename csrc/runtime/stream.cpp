@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <system_error>
 
 #include "internal.h"
@@ -45,6 +46,54 @@ mydevStream::~mydevStream() {
 
 uint64_t mydevStream::submit(mydev::Task task, const char* name) {
   std::lock_guard<std::mutex> lock(submit_mutex_);
+  const uint64_t seq = next_seq_locked();
+  publish_locked(seq, std::move(task), name);
+  return seq;
+}
+
+uint64_t mydevStream::submit_kernel(const char* name, mydevKernelFn fn, size_t args_size,
+                                    mydevArgsConstructFn construct, void* context, mydevReleaseFn release) {
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  const uint64_t seq = next_seq_locked();
+  const size_t bytes = std::max<size_t>(kCacheLine, (args_size + kCacheLine - 1) / kCacheLine * kCacheLine);
+  mydev::Task task;
+  task.fn = fn;
+  task.release = release;
+  task.args = reserve_args_locked(bytes, &task.args_end);
+  if (task.args == nullptr) {
+    task.heap_args = ::operator new(bytes, std::align_val_t(kCacheLine));
+    task.args = task.heap_args;
+  }
+  try {
+    construct(context, task.args);
+  } catch (...) {
+    if (task.heap_args != nullptr) ::operator delete(task.heap_args, std::align_val_t(kCacheLine));
+    throw;
+  }
+  if (task.args_end != 0) args_head_ = task.args_end;
+  publish_locked(seq, std::move(task), name);
+  prefetch_next_launch_locked(seq + 1);
+  return seq;
+}
+
+void mydevStream::prefetch_next_launch_locked(uint64_t next_seq) {
+  mydev::prefetch_for_write(&slots_[next_seq % kCapacity].task);
+  for (uint64_t line = 0; line < kPrefetchArgsLines; ++line) {
+    mydev::prefetch_for_write(args_ring_[((args_head_ % kArgsBytes) / kCacheLine + line) % (kArgsBytes / kCacheLine)].bytes);
+  }
+}
+
+void* mydevStream::reserve_args_locked(size_t bytes, uint64_t* end) {
+  if (bytes > kArgsBytes) return nullptr;
+  uint64_t start = args_head_;
+  const uint64_t offset = start % kArgsBytes;
+  if (offset + bytes > kArgsBytes) start += kArgsBytes - offset;
+  if (start + bytes - args_tail_ > kArgsBytes) return nullptr;
+  *end = start + bytes;
+  return args_ring_[(start % kArgsBytes) / kCacheLine].bytes;
+}
+
+uint64_t mydevStream::next_seq_locked() {
   const uint64_t seq = submitted_.load(std::memory_order_relaxed) + 1;
   // Finished tasks are released a batch at a time, and at the latest when
   // their slot comes round again.
@@ -52,6 +101,10 @@ uint64_t mydevStream::submit(mydev::Task task, const char* name) {
     if (seq > kCapacity) wait_for_completion(seq - kCapacity);
     release_until_locked(completed_.load(std::memory_order_acquire));
   }
+  return seq;
+}
+
+void mydevStream::publish_locked(uint64_t seq, mydev::Task task, const char* name) {
   const uint64_t index = seq % kCapacity;
   if (name != nullptr) {
     std::strncpy(names_[index].text, name, mydev::kMaxKernelName);
@@ -67,13 +120,14 @@ uint64_t mydevStream::submit(mydev::Task task, const char* name) {
     std::lock_guard<std::mutex> sleeping(sleep_mutex_);
     work_cv_.notify_one();
   }
-  return seq;
 }
 
 void mydevStream::release_until_locked(uint64_t seq) {
   for (; released_ < seq; ++released_) {
     mydev::Task& done = slots_[(released_ + 1) % kCapacity].task;
     if (done.release != nullptr) done.release(done.args);
+    if (done.heap_args != nullptr) ::operator delete(done.heap_args, std::align_val_t(kCacheLine));
+    if (done.args_end != 0) args_tail_ = done.args_end;
     done = mydev::Task();
   }
 }

@@ -27,6 +27,10 @@ struct Task {
   mydevReleaseFn release = nullptr;
   // ... or runtime work: copies, event markers, waits on other streams.
   std::function<void()> op;
+  // Arguments the runtime holds for a kernel: the end of their span in the
+  // stream's argument ring (0: none there), or a heap block to free.
+  uint64_t args_end = 0;
+  void* heap_args = nullptr;
 };
 
 constexpr uint32_t kStreamMagic = 0x5354524d;  // "STRM"
@@ -36,6 +40,17 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield");
+#endif
+}
+
+// A hint to fetch the line at `address` for writing (x86 PREFETCHW, a no-op
+// on processors without it; __builtin_prefetch emits a read prefetch unless
+// the compiler targets PRFCHW).
+inline void prefetch_for_write(const void* address) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(address)));
+#else
+  __builtin_prefetch(address, 1);
 #endif
 }
 
@@ -64,6 +79,11 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // errors (NULL for runtime work). A full ring blocks the caller until the
   // worker frees a slot, as a full launch queue does on CUDA.
   uint64_t submit(mydev::Task task, const char* name = nullptr);
+  // Queues a kernel whose arguments construct(context, args) builds in
+  // args_size bytes of the stream's argument ring (or of the heap when the
+  // ring is full). If construct throws, nothing is queued.
+  uint64_t submit_kernel(const char* name, mydevKernelFn fn, size_t args_size, mydevArgsConstructFn construct,
+                         void* context, mydevReleaseFn release);
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
   bool is_complete(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
   // Blocks until task `seq` (and so every earlier one) has run, then
@@ -94,19 +114,42 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
  private:
   static constexpr size_t kCacheLine = 64;
 
-  // One slot per cache line, so that neighbouring tasks do not share one.
-  // `published` is the sequence number of the task the slot holds, stored
-  // once the task is in place: the worker waits on the slot itself, so a
-  // launch moves this one line to the worker's core and no shared counter.
+  // Slots start on their own cache lines, so that neighbouring tasks do not
+  // share one. `published` is the sequence number of the task the slot holds,
+  // stored once the task is in place: the worker waits on the slot itself, so
+  // a launch moves the slot's lines to the worker's core and no shared
+  // counter. It has a line of its own because the worker spins on it while
+  // the host writes the task (sharing one cost ~0.05 us per launch).
   struct alignas(kCacheLine) Slot {
     mydev::Task task;
-    std::atomic<uint64_t> published{0};
+    alignas(kCacheLine) std::atomic<uint64_t> published{0};
   };
   struct KernelName {
     char text[mydev::kMaxKernelName + 1];
   };
 
+  // Argument bytes in flight at most; like the task ring, reused once the
+  // tasks using them are released.
+  static constexpr uint64_t kArgsBytes = 512 << 10;
+  struct alignas(kCacheLine) ArgsLine {
+    unsigned char bytes[kCacheLine];
+  };
+
   void run();
+  // Takes the next sequence number, releasing finished tasks first as needed
+  // (submit_mutex_ held).
+  uint64_t next_seq_locked();
+  // Puts task `seq` in its slot and hands it to the worker (submit_mutex_ held).
+  void publish_locked(uint64_t seq, mydev::Task task, const char* name);
+  // Where `bytes` of kernel arguments fit in the ring, or nullptr when they do
+  // not; `end` receives the end of their span (submit_mutex_ held).
+  void* reserve_args_locked(size_t bytes, uint64_t* end);
+  // Asks for the lines the next launch writes (its slot's task, the next
+  // argument bytes) to be owned by this core already: the worker read them
+  // last, and moving them here then overlaps with the caller's own work
+  // instead of stalling the next launch (submit_mutex_ held).
+  void prefetch_next_launch_locked(uint64_t next_seq);
+  static constexpr uint64_t kPrefetchArgsLines = 10;
   // Waits until task `seq` is queued; false once the stream stops with none.
   bool wait_for_task(uint64_t seq);
   void execute(const mydev::Task& task, const char* name, uint64_t seq);
@@ -120,6 +163,12 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // Host side: serializes submitting and releasing threads.
   alignas(kCacheLine) std::mutex submit_mutex_;
   uint64_t released_ = 0;  // tasks whose slots are free again
+  // Argument ring: bytes handed out and bytes released, counted from the
+  // start; a span never wraps (the bytes before the end are skipped).
+  // Untouched pages of it stay unallocated by the system.
+  const std::unique_ptr<ArgsLine[]> args_ring_{new ArgsLine[kArgsBytes / kCacheLine]};
+  uint64_t args_head_ = 0;
+  uint64_t args_tail_ = 0;
   std::atomic<uint64_t> submitted_{0};
 
   alignas(kCacheLine) std::atomic<bool> stopping_{false};

@@ -750,6 +750,91 @@ TEST(full_stream_blocks_the_launch_until_a_task_finishes) {
   CHECK_OK(mydevStreamDestroy(stream));
 }
 
+TEST(kernel_arguments_live_in_the_launch_queue) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  // Arguments of many sizes, enough of them to wrap the argument ring several
+  // times, a few larger than the whole ring (those come from the heap), all
+  // launched behind a held kernel so that the ring fills up too.
+  struct Header {
+    int index;
+    size_t size;
+    std::atomic<int>* ran;
+    std::atomic<int>* errors;
+    std::atomic<int>* destroyed;
+  };
+  std::atomic<int> ran{0}, errors{0}, destroyed{0};
+  struct Build {
+    Header header;
+  };
+  const auto construct = [](void* context, void* args) {
+    const Header& header = static_cast<Build*>(context)->header;
+    if (reinterpret_cast<uintptr_t>(args) % 64 != 0) ++*header.errors;
+    std::memcpy(args, &header, sizeof(Header));
+    auto* bytes = static_cast<unsigned char*>(args);
+    for (size_t i = sizeof(Header); i < header.size; ++i) bytes[i] = static_cast<unsigned char>(header.index + i);
+  };
+  const auto kernel = [](void* args) {
+    Header header;
+    std::memcpy(&header, args, sizeof(Header));
+    const auto* bytes = static_cast<const unsigned char*>(args);
+    bool intact = header.ran->fetch_add(1) == header.index;
+    for (size_t i = sizeof(Header); i < header.size; ++i) {
+      intact = intact && bytes[i] == static_cast<unsigned char>(header.index + i);
+    }
+    if (!intact) ++*header.errors;
+  };
+  const auto destroy = [](void* args) {
+    Header header;
+    std::memcpy(&header, args, sizeof(Header));
+    ++*header.destroyed;
+  };
+  Gate gate;
+  CHECK_OK(launch("waits_for_gate", [&gate] { gate.wait(); }, stream));
+  std::mt19937 random(7);
+  constexpr int kLaunches = 4000;
+  std::thread opener([&] {
+    sleep_ms(20);
+    gate.open = true;
+  });
+  for (int i = 0; i < kLaunches; ++i) {
+    const size_t size = i % 997 == 0 ? (size_t(1) << 20) : sizeof(Header) + random() % 2000;
+    Build build{{i, size, &ran, &errors, &destroyed}};
+    CHECK_OK(mydevLaunchKernelWithArgs("check_arguments", kernel, size, construct, &build, destroy, stream));
+  }
+  opener.join();
+  CHECK_OK(mydevStreamSynchronize(stream));
+  CHECK_EQ(ran.load(), kLaunches);
+  CHECK_EQ(destroyed.load(), kLaunches);
+  CHECK_EQ(errors.load(), 0);
+  CHECK(!gate.timed_out);
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
+TEST(kernel_arguments_whose_construction_throws_queue_nothing) {
+  std::atomic<int> ran{0};
+  const auto kernel = [](void* args) { ++**static_cast<std::atomic<int>**>(args); };
+  const auto refuse = [](void*, void*) { throw std::runtime_error("cannot build the arguments"); };
+  bool thrown = false;
+  try {
+    mydevLaunchKernelWithArgs("refused", kernel, 64, refuse, nullptr, nullptr, nullptr);
+  } catch (const std::runtime_error& e) {
+    thrown = std::string(e.what()) == "cannot build the arguments";
+  }
+  CHECK(thrown);
+  std::atomic<int>* counter = &ran;
+  const auto store = [](void* context, void* args) { std::memcpy(args, context, sizeof(void*)); };
+  CHECK_OK(mydevLaunchKernelWithArgs("counts", kernel, sizeof(counter), store, &counter, nullptr, nullptr));
+  CHECK_OK(mydevDeviceSynchronize());
+  CHECK_EQ(ran.load(), 1);
+  CHECK_ERR(mydevLaunchKernelWithArgs("no_function", nullptr, 64, store, &counter, nullptr, nullptr),
+            mydevErrorInvalidValue);
+  CHECK_CONTAINS(last_message(), "has no function");
+  CHECK_ERR(mydevLaunchKernelWithArgs("no_constructor", kernel, 64, nullptr, nullptr, nullptr, nullptr),
+            mydevErrorInvalidValue);
+  CHECK_CONTAINS(last_message(), "has no argument constructor");
+}
+
 TEST(stream_properties_and_destroy) {
   int least = 99, greatest = 99;
   CHECK_OK(mydevDeviceGetStreamPriorityRange(&least, &greatest));

@@ -155,6 +155,19 @@ typedef void (*mydevReleaseFn)(void* args);
 // thread, never on the stream's worker.
 mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args,
                                mydevReleaseFn release, mydevStream_t stream);
+// Launches like mydevLaunchKernel, with the kernel's arguments kept in the
+// stream's launch queue, as CUDA copies a kernel's parameters at launch: the
+// runtime lends args_size bytes (64-byte aligned) and calls
+// construct(context, args) once, on this thread, to build the arguments
+// there; release(args) must destroy them without freeing the bytes. A launch
+// then allocates nothing, unless the queue's argument space is full, when the
+// bytes come from the heap. construct runs while the stream's queue is locked
+// and must not use the stream; if it throws (a C++ exception), nothing is
+// queued and the exception propagates to the caller.
+typedef void (*mydevArgsConstructFn)(void* context, void* args);
+mydevError_t mydevLaunchKernelWithArgs(const char* name, mydevKernelFn fn, size_t args_size,
+                                       mydevArgsConstructFn construct, void* context, mydevReleaseFn release,
+                                       mydevStream_t stream);
 // Called from inside a running kernel: marks it failed with `message` (copied).
 // The error is returned by the next synchronizing call covering the kernel as
 // mydevErrorLaunchFailure with "kernel '<name>' failed on mydev:<d>: <message>".
