@@ -53,6 +53,54 @@ class TestCachingAllocator(TestCase):
         self.assertEqual(torch.mydev.memory_reserved(), reserved)
         del y
 
+    def test_small_blocks_are_reused_whole_and_stats_stay_consistent(self):
+        x = torch.empty(100, device="mydev")
+        address = x.data_ptr()
+        del x
+        y = torch.empty(100, device="mydev")
+        self.assertEqual(y.data_ptr(), address)
+        # More small frees than the allocator keeps whole, of several sizes,
+        # interleaved with live neighbours: the rest merge back into the pool.
+        keep = [torch.empty(size, device="mydev") for size in range(1, 4000, 97)]
+        drop = [torch.empty(size, device="mydev") for size in range(1, 4000, 97)]
+        del drop
+        stats = torch.mydev.memory_stats()
+        active = stats["active_bytes.small_pool.current"]
+        self.assertEqual(active, stats["allocated_bytes.small_pool.current"])
+        self.assertLessEqual(
+            active + stats["inactive_split_bytes.small_pool.current"], stats["reserved_bytes.small_pool.current"]
+        )
+        del keep, y
+        torch.mydev.empty_cache()
+        stats = torch.mydev.memory_stats()
+        self.assertEqual(stats["inactive_split.small_pool.current"], 0)
+        self.assertEqual(stats["active.small_pool.current"], stats["allocation.small_pool.current"])
+        # Every segment left holds a live block: the freed ones went back whole.
+        self.assertLessEqual(stats["segment.small_pool.current"], stats["active.small_pool.current"])
+
+    def test_a_freed_block_next_to_the_one_it_pushes_out_of_the_recent_list_survives(self):
+        # Regression: freeing b evicted a (freed first, kept whole) into the pool, which merged
+        # b, its free neighbour, away while b was being kept: a later allocation got a deleted block.
+        # In a child process, since the failure was heap corruption.
+        result = run_python("""
+            import torch
+            a = torch.empty(128, device="mydev")
+            b = torch.empty(128, device="mydev")
+            assert b.data_ptr() == a.data_ptr() + 512, (a.data_ptr(), b.data_ptr())
+            others = [torch.empty(128 * (i + 2), device="mydev") for i in range(7)]
+            del a
+            del others
+            del b
+            again = [torch.empty(128, device="mydev") for _ in range(4)]
+            assert len({t.data_ptr() for t in again}) == 4
+            del again
+            torch.mydev.empty_cache()
+            stats = torch.mydev.memory_stats()
+            print(stats["allocated_bytes.small_pool.current"], stats["inactive_split.small_pool.current"])
+        """)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["0", "0"])
+
     def test_record_stream_delays_reuse_until_the_other_stream_is_done(self):
         blocker, side = torch.mydev.Stream(), torch.mydev.Stream()
         with torch.mydev.stream(blocker):

@@ -15,6 +15,8 @@
 #include <c10/util/Exception.h>
 #include <c10/util/flat_hash_map.h>
 
+#include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -48,6 +50,7 @@ struct Block {
   void* ptr;
   bool is_small;
   bool allocated = false;
+  bool recent = false;  // free, and held whole in DeviceCache::recent_
   Block* prev = nullptr;
   Block* next = nullptr;
   std::set<c10::StreamId> stream_uses;
@@ -114,7 +117,10 @@ class DeviceCache {
     const bool is_small = size <= kSmallSize;
     BlockPool& pool = is_small ? small_blocks_ : large_blocks_;
 
-    Block* block = takeFromPool(pool, stream.id(), size);
+    Block* block = is_small ? takeRecent(stream.id(), size) : nullptr;
+    if (block == nullptr) {
+      block = takeFromPool(pool, stream.id(), size);
+    }
     if (block == nullptr) {
       block = allocateSegment(size, stream, is_small);
     }
@@ -162,7 +168,11 @@ class DeviceCache {
       block->stream_uses.clear();
       return;
     }
-    returnToPool(block);
+    if (block->is_small) {
+      keepRecent(block);
+    } else {
+      returnToPool(block);
+    }
   }
 
   void recordStream(void* ptr, const MydevStream& stream) {
@@ -175,6 +185,7 @@ class DeviceCache {
 
   void emptyCache() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
+    flushRecent();
     waitForPendingFrees();
     releaseCachedSegments();
   }
@@ -263,10 +274,7 @@ class DeviceCache {
     }
     Block* block = *it;
     pool.erase(it);
-    if (block->isSplit()) {
-      updateStat(&DeviceStats::inactive_split, block->is_small, -1);
-      updateStat(&DeviceStats::inactive_split_bytes, block->is_small, -static_cast<int64_t>(block->size));
-    }
+    countInactiveSplit(block, -1);
     return block;
   }
 
@@ -277,6 +285,7 @@ class DeviceCache {
     mydevError_t status = mallocWithinFraction(&ptr, segment);
     if (status == mydevErrorMemoryAllocation) {
       ++stats_.num_alloc_retries;
+      flushRecent();
       waitForPendingFrees();
       releaseCachedSegments();
       status = mallocWithinFraction(&ptr, segment);
@@ -326,16 +335,32 @@ class DeviceCache {
   }
 
   void returnToPool(Block* block) {
+    deactivate(block);
+    mergeIntoPool(block);
+  }
+
+  void deactivate(Block* block) {
     updateStat(&DeviceStats::active, block->is_small, -1);
     updateStat(&DeviceStats::active_bytes, block->is_small, -static_cast<int64_t>(block->size));
+  }
+
+  // A free part of a split segment counts as an inactive split.
+  void countInactiveSplit(Block* block, int64_t sign) {
+    if (block->isSplit()) {
+      updateStat(&DeviceStats::inactive_split, block->is_small, sign);
+      updateStat(&DeviceStats::inactive_split_bytes, block->is_small, sign * static_cast<int64_t>(block->size));
+    }
+  }
+
+  // Puts a free block in its pool, merged with the free neighbours there.
+  void mergeIntoPool(Block* block) {
     BlockPool& pool = block->is_small ? small_blocks_ : large_blocks_;
     for (Block* neighbour : {block->prev, block->next}) {
-      if (neighbour == nullptr || neighbour->allocated || neighbour->pending_events > 0) {
+      if (neighbour == nullptr || neighbour->allocated || neighbour->recent || neighbour->pending_events > 0) {
         continue;
       }
       pool.erase(neighbour);
-      updateStat(&DeviceStats::inactive_split, block->is_small, -1);
-      updateStat(&DeviceStats::inactive_split_bytes, block->is_small, -static_cast<int64_t>(neighbour->size));
+      countInactiveSplit(neighbour, -1);
       if (neighbour == block->prev) {
         block->ptr = neighbour->ptr;
         block->prev = neighbour->prev;
@@ -351,11 +376,54 @@ class DeviceCache {
       block->size += neighbour->size;
       delete neighbour;
     }
-    if (block->isSplit()) {
-      updateStat(&DeviceStats::inactive_split, block->is_small, 1);
-      updateStat(&DeviceStats::inactive_split_bytes, block->is_small, static_cast<int64_t>(block->size));
-    }
+    countInactiveSplit(block, 1);
     pool.insert(block);
+  }
+
+  // Small blocks freed last stay whole, outside the pool, for the next
+  // allocations of their size on their stream: a loop of small operators
+  // frees and allocates the same few sizes over and over, and reusing the
+  // block as it is skips the pool's merge, split and set updates.
+  void keepRecent(Block* block) {
+    deactivate(block);
+    countInactiveSplit(block, 1);
+    // Marked first: the block evicted below may be its neighbour, and must
+    // not merge it away.
+    block->recent = true;
+    if (recent_count_ == kRecentBlocks) {
+      Block* oldest = recent_[0];
+      std::move(recent_.begin() + 1, recent_.end(), recent_.begin());
+      --recent_count_;
+      leaveRecent(oldest);
+      mergeIntoPool(oldest);
+    }
+    recent_[recent_count_++] = block;
+  }
+
+  Block* takeRecent(c10::StreamId stream, size_t size) {
+    for (size_t i = recent_count_; i-- > 0;) {
+      Block* block = recent_[i];
+      if (block->stream == stream && block->size == size) {
+        std::move(recent_.begin() + i + 1, recent_.begin() + recent_count_, recent_.begin() + i);
+        --recent_count_;
+        leaveRecent(block);
+        return block;
+      }
+    }
+    return nullptr;
+  }
+
+  void leaveRecent(Block* block) {
+    block->recent = false;
+    countInactiveSplit(block, -1);
+  }
+
+  void flushRecent() {
+    for (size_t i = 0; i < recent_count_; ++i) {
+      leaveRecent(recent_[i]);
+      mergeIntoPool(recent_[i]);
+    }
+    recent_count_ = 0;
   }
 
   void processPendingFrees() {
@@ -405,6 +473,9 @@ class DeviceCache {
   BlockPool small_blocks_;
   BlockPool large_blocks_;
   std::deque<std::pair<MydevEvent, Block*>> pending_frees_;
+  static constexpr size_t kRecentBlocks = 8;
+  std::array<Block*, kRecentBlocks> recent_{};
+  size_t recent_count_ = 0;
   double fraction_ = 1.0;
   size_t allowed_bytes_ = std::numeric_limits<size_t>::max();
 };
