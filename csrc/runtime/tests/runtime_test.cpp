@@ -835,6 +835,48 @@ TEST(kernel_arguments_whose_construction_throws_queue_nothing) {
   CHECK_CONTAINS(last_message(), "has no argument constructor");
 }
 
+TEST(bursts_after_the_worker_fell_asleep_all_run) {
+  // The worker sleeps after spinning ~30 us on an empty queue; each round lets
+  // it fall asleep, then launches a burst, some long enough to fill the ring
+  // (the launch then waits for the worker). A lost wake-up hangs the round:
+  // the watchdog turns that into a failure.
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  std::atomic<int> ran{0};
+  std::atomic<bool> finished{false};
+  std::atomic<bool> hung{false};
+  std::thread watchdog([&] {
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (!finished && Clock::now() < deadline) sleep_ms(10);
+    if (!finished) {
+      hung = true;
+      std::fprintf(stderr, "bursts_after_the_worker_fell_asleep_all_run: hung after %d kernels\n", ran.load());
+      std::_Exit(3);
+    }
+  });
+  std::mt19937 random(11);
+  int launched = 0;
+  for (int round = 0; round < 5000; ++round) {
+    // Busy-waits around the worker's spin time, so that launches land just
+    // before, during and after its falling asleep.
+    const auto until = Clock::now() + std::chrono::microseconds(15 + random() % 40);
+    while (Clock::now() < until) {
+    }
+    const int burst = round % 250 == 0 ? 1500 : 1 + static_cast<int>(random() % 3);
+    for (int i = 0; i < burst; ++i) {
+      CHECK_OK(launch("count", [&ran] { ++ran; }, stream));
+    }
+    launched += burst;
+    if (round % 7 == 0) CHECK_OK(mydevStreamSynchronize(stream));
+  }
+  CHECK_OK(mydevStreamSynchronize(stream));
+  finished = true;
+  watchdog.join();
+  CHECK(!hung);
+  CHECK_EQ(ran.load(), launched);
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
 TEST(stream_properties_and_destroy) {
   int least = 99, greatest = 99;
   CHECK_OK(mydevDeviceGetStreamPriorityRange(&least, &greatest));
