@@ -3,6 +3,7 @@ recovery, pinned host memory, and the strict separation of device memory from
 host code."""
 import gc
 import signal
+import unittest
 
 import torch
 from torch.testing._internal.common_utils import run_tests, TestCase
@@ -193,8 +194,13 @@ class TestCachingAllocator(TestCase):
         del x
 
 
+@unittest.skipUnless(torch.backends.mkldnn.is_available(), "the convolution used allocates its workspace through oneDNN")
 class TestKernelWorkspace(TestCase):
     """Large host buffers that CPU kernels allocate while running on the stream worker are cached."""
+
+    def setUp(self):
+        super().setUp()
+        self.assertTrue(torch.mydev.kernel_workspace_stats()["enabled"])
 
     def convolve(self):
         generator = torch.Generator().manual_seed(0)

@@ -74,6 +74,10 @@ void destroyKernelClosure(void* args) {
 // builds the callable where the launch keeps it, in the stream's launch queue
 // (mydevLaunchKernelWithArgs): a native launch captures its arguments straight
 // into the kernel's storage, with no move of them after and no allocation.
+// `make` runs while the stream's launch queue is locked, so it must not use
+// the stream (no launch, no synchronization). An exception it throws leaves
+// the launch through the runtime, with nothing queued: catching it here
+// instead cost ~0.07 us per launch (the closure was no longer built inline).
 template <typename Make>
 void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make) {
   using Body = decltype(make());
@@ -83,9 +87,10 @@ void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make)
     Make& make;
     bool grad_enabled;
   } builder{make, c10::GradMode::is_enabled()};
-  const auto construct = [](void* context, void* args) {
+  const auto construct = [](void* context, void* args) -> int {
     auto* from = static_cast<Builder*>(context);
     new (args) Closure{from->make(), from->grad_enabled};
+    return 0;
   };
   MYDEV_CHECK(mydevLaunchKernelWithArgs(name, &detail::runKernelClosure<Body>, sizeof(Closure), construct, &builder,
                                         &detail::destroyKernelClosure<Body>, stream.handle()));

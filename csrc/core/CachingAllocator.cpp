@@ -121,6 +121,12 @@ class DeviceCache {
     if (block == nullptr) {
       block = takeFromPool(pool, stream.id(), size);
     }
+    if (block == nullptr && is_small && recent_count_ > 0) {
+      // Merged with their free neighbours, the kept blocks may make room
+      // without a new segment.
+      flushRecent();
+      block = takeFromPool(pool, stream.id(), size);
+    }
     if (block == nullptr) {
       block = allocateSegment(size, stream, is_small);
     }
@@ -185,9 +191,7 @@ class DeviceCache {
 
   void emptyCache() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
-    flushRecent();
-    waitForPendingFrees();
-    releaseCachedSegments();
+    releaseAllCached();
   }
 
   DeviceStats stats() {
@@ -285,9 +289,7 @@ class DeviceCache {
     mydevError_t status = mallocWithinFraction(&ptr, segment);
     if (status == mydevErrorMemoryAllocation) {
       ++stats_.num_alloc_retries;
-      flushRecent();
-      waitForPendingFrees();
-      releaseCachedSegments();
+      releaseAllCached();
       status = mallocWithinFraction(&ptr, segment);
     }
     if (status == mydevErrorMemoryAllocation) {
@@ -444,6 +446,14 @@ class DeviceCache {
     ScopedDevice on_device(device_);
     MYDEV_CHECK(mydevDeviceSynchronize());
     processPendingFrees();
+  }
+
+  // Every free block back to the pool, then every wholly free segment back
+  // to the runtime.
+  void releaseAllCached() {
+    flushRecent();
+    waitForPendingFrees();
+    releaseCachedSegments();
   }
 
   void releaseCachedSegments() {

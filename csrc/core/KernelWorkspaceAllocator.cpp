@@ -20,6 +20,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -56,22 +57,25 @@ class WorkspaceCache {
       if (it != idle_.end() && it->first - bytes <= bytes / 4) {
         void* ptr = it->second;
         stats_.idle_bytes -= it->first;
-        stats_.active_bytes += it->first;
         ++stats_.reused;
-        live_.emplace(ptr, it->first);
+        markLiveLocked(ptr, it->first);
         idle_.erase(it);
         return ptr;
       }
     }
     void* ptr = c10::alloc_cpu(bytes);
     std::lock_guard<std::mutex> lock(mutex_);
-    stats_.active_bytes += bytes;
-    live_.emplace(ptr, bytes);
+    markLiveLocked(ptr, bytes);
     return ptr;
   }
 
-  // Whether ptr was a live workspace block (now idle or freed).
-  bool give_back(void* ptr) {
+  // Whether ptr was a live workspace block (it is now idle, or freed).
+  bool giveBack(void* ptr) {
+    // Outside kernels no workspace block is live, and the wrapped
+    // allocator's frees (every raw free of oneDNN's) skip the lock.
+    if (live_count_.load(std::memory_order_acquire) == 0) {
+      return false;
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     auto it = live_.find(ptr);
     if (it == live_.end()) {
@@ -79,6 +83,7 @@ class WorkspaceCache {
     }
     const size_t bytes = it->second;
     live_.erase(it);
+    live_count_.fetch_sub(1, std::memory_order_release);
     stats_.active_bytes -= bytes;
     if (stats_.idle_bytes + bytes > kMaxIdleBytes) {
       lock.unlock();
@@ -95,7 +100,7 @@ class WorkspaceCache {
     return stats_;
   }
 
-  void release_idle() {
+  void releaseIdle() {
     std::vector<void*> blocks;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -111,62 +116,77 @@ class WorkspaceCache {
   }
 
  private:
+  void markLiveLocked(void* ptr, size_t bytes) {
+    live_.emplace(ptr, bytes);
+    live_count_.fetch_add(1, std::memory_order_relaxed);
+    stats_.active_bytes += bytes;
+  }
+
   std::mutex mutex_;
   std::multimap<size_t, void*> idle_;
   KernelWorkspaceStats stats_;
   ska::flat_hash_map<void*, size_t> live_;
+  std::atomic<size_t> live_count_{0};
 };
 
+// The allocator the wrapper replaced, and its raw deleter: set before the
+// wrapper is installed, so that a free racing with the installation finds them.
+c10::Allocator* g_wrapped = nullptr;
+c10::DeleterFnPtr g_wrapped_raw_deleter = nullptr;
+
+// raw_allocate's blocks (oneDNN's, through ideep) come back to raw_deleter()
+// with their address only, so one deleter serves blocks of both origins; the
+// cache's blocks carry it too.
+void deleteWorkspaceOrWrapped(void* ptr) {
+  if (ptr != nullptr && !WorkspaceCache::instance().giveBack(ptr)) {
+    g_wrapped_raw_deleter(ptr);
+  }
+}
+
+// c10's contract asks allocate() to attach raw_deleter() to every block. The
+// blocks the cache does not serve keep the wrapped allocator's own DataPtr
+// instead, so that CPU tensors outside mydev's kernels carry exactly what
+// they carry without mydev (the profiler's reporting deleter among them);
+// raw_deleter() accepts those blocks as well.
 class KernelWorkspaceAllocator final : public c10::Allocator {
  public:
-  explicit KernelWorkspaceAllocator(c10::Allocator* wrapped) : wrapped_(wrapped) {}
-
   c10::DataPtr allocate(size_t bytes) override {
     if (bytes < kMinCachedBytes || mydevInKernel() == 0) {
-      return wrapped_->allocate(bytes);
+      return g_wrapped->allocate(bytes);
     }
     void* ptr = WorkspaceCache::instance().take(bytes);
-    return {ptr, ptr, &deleteWorkspace, c10::Device(c10::DeviceType::CPU)};
+    return {ptr, ptr, &deleteWorkspaceOrWrapped, c10::Device(c10::DeviceType::CPU)};
   }
 
-  // raw_allocate's blocks (oneDNN's, through ideep) come back here with their
-  // address only, so this deleter serves blocks of both origins.
-  c10::DeleterFnPtr raw_deleter() const override { return &deleteRaw; }
+  c10::DeleterFnPtr raw_deleter() const override { return &deleteWorkspaceOrWrapped; }
 
   void copy_data(void* dest, const void* src, std::size_t count) const override {
-    wrapped_->copy_data(dest, src, count);
+    g_wrapped->copy_data(dest, src, count);
   }
-
-  static KernelWorkspaceAllocator* installed;
-
- private:
-  static void deleteWorkspace(void* ptr) { WorkspaceCache::instance().give_back(ptr); }
-
-  static void deleteRaw(void* ptr) {
-    if (ptr != nullptr && !WorkspaceCache::instance().give_back(ptr)) {
-      installed->wrapped_->raw_deleter()(ptr);
-    }
-  }
-
-  c10::Allocator* const wrapped_;
 };
 
-// An allocator without a raw deleter cannot be wrapped (deleteRaw needs it);
-// kernels then allocate from it directly.
-KernelWorkspaceAllocator* KernelWorkspaceAllocator::installed = []() -> KernelWorkspaceAllocator* {
+// An allocator without a raw deleter cannot be wrapped (the shared deleter
+// needs it); kernels then allocate from it directly. A CPU allocator set
+// with a higher priority before this library loads stays in place, unwrapped.
+const bool g_installed = [] {
   c10::Allocator* wrapped = c10::GetCPUAllocator();
   if (wrapped->raw_deleter() == nullptr) {
-    return nullptr;
+    return false;
   }
-  auto* allocator = new KernelWorkspaceAllocator(wrapped);
+  g_wrapped = wrapped;
+  g_wrapped_raw_deleter = wrapped->raw_deleter();
+  // Leaked: tensors are freed during static destruction too.
+  auto* allocator = new KernelWorkspaceAllocator();
   c10::SetCPUAllocator(allocator);
-  return allocator;
+  return c10::GetCPUAllocator() == allocator;
 }();
 
 }  // namespace
 
-void releaseIdleKernelWorkspaces() { WorkspaceCache::instance().release_idle(); }
+void releaseIdleKernelWorkspaces() { WorkspaceCache::instance().releaseIdle(); }
 
 KernelWorkspaceStats kernelWorkspaceStats() { return WorkspaceCache::instance().stats(); }
+
+bool kernelWorkspaceCacheInstalled() { return g_installed; }
 
 }  // namespace torch_mydev

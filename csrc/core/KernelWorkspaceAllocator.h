@@ -15,6 +15,8 @@ struct KernelWorkspaceStats {
 };
 
 KernelWorkspaceStats kernelWorkspaceStats();
+// False when another CPU allocator could not be wrapped (see the .cpp).
+bool kernelWorkspaceCacheInstalled();
 
 // Frees the idle workspace blocks kept for reuse (torch.mydev.empty_cache).
 void releaseIdleKernelWorkspaces();

@@ -129,6 +129,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_kernel_workspace_stats", [] {
     const KernelWorkspaceStats stats = kernelWorkspaceStats();
     py::dict result;
+    result["enabled"] = kernelWorkspaceCacheInstalled();
     result["active_bytes"] = stats.active_bytes;
     result["idle_bytes"] = stats.idle_bytes;
     result["requests"] = stats.requests;

@@ -81,8 +81,12 @@ mydevError_t mydevLaunchKernelWithArgs(const char* name, mydevKernelFn fn, size_
   }
   if (error == mydevSuccess) error = resolve_stream(api, handle, &stream);
   if (error != mydevSuccess) return error;
-  const uint64_t seq =
-      stream->submit_kernel(name != nullptr ? name : "<unnamed>", fn, args_size, construct, context, release);
+  const char* label = name != nullptr ? name : "<unnamed>";
+  const uint64_t seq = stream->submit_kernel(label, fn, args_size, construct, context, release);
+  if (seq == 0) {
+    return set_error(mydevErrorInvalidValue, "%s: kernel '%s': its argument constructor failed; nothing was queued",
+                     api, label);
+  }
   if (!config().launch_blocking) return mydevSuccess;
   stream->wait(seq);
   return take_stream_error(*stream, seq);

@@ -61,14 +61,24 @@ uint64_t mydevStream::submit_kernel(const char* name, mydevKernelFn fn, size_t a
   task.release = release;
   task.args = reserve_args_locked(bytes, &task.args_end);
   if (task.args == nullptr) {
+    // Finished tasks not released yet may hold the space.
+    release_until_locked(completed_.load(std::memory_order_acquire));
+    task.args = reserve_args_locked(bytes, &task.args_end);
+  }
+  if (task.args == nullptr) {
     task.heap_args = ::operator new(bytes, std::align_val_t(kCacheLine));
     task.args = task.heap_args;
   }
+  int failed = 0;
   try {
-    construct(context, task.args);
+    failed = construct(context, task.args);
   } catch (...) {
     if (task.heap_args != nullptr) ::operator delete(task.heap_args, std::align_val_t(kCacheLine));
     throw;
+  }
+  if (failed != 0) {
+    if (task.heap_args != nullptr) ::operator delete(task.heap_args, std::align_val_t(kCacheLine));
+    return 0;
   }
   if (task.args_end != 0) args_head_ = task.args_end;
   publish_locked(seq, std::move(task), name);
@@ -77,7 +87,10 @@ uint64_t mydevStream::submit_kernel(const char* name, mydevKernelFn fn, size_t a
 }
 
 void mydevStream::prefetch_next_launch_locked(uint64_t next_seq) {
-  mydev::prefetch_for_write(&slots_[next_seq % kCapacity].task);
+  const auto* task = reinterpret_cast<const char*>(&slots_[next_seq % kCapacity].task);
+  for (size_t offset = 0; offset < sizeof(mydev::Task); offset += kCacheLine) {
+    mydev::prefetch_for_write(task + offset);
+  }
   for (uint64_t line = 0; line < kPrefetchArgsLines; ++line) {
     mydev::prefetch_for_write(args_ring_[((args_head_ % kArgsBytes) / kCacheLine + line) % (kArgsBytes / kCacheLine)].bytes);
   }

@@ -43,9 +43,10 @@ inline void cpu_relax() {
 #endif
 }
 
-// A hint to fetch the line at `address` for writing (x86 PREFETCHW, a no-op
-// on processors without it; __builtin_prefetch emits a read prefetch unless
-// the compiler targets PRFCHW).
+// A hint to fetch the line at `address` for writing. On x86 the instruction
+// is written out (PREFETCHW, a no-op on processors without it), since
+// __builtin_prefetch emits a read prefetch there unless the compiler targets
+// PRFCHW.
 inline void prefetch_for_write(const void* address) {
 #if defined(__x86_64__) || defined(__i386__)
   asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(address)));
@@ -65,8 +66,8 @@ inline void prefetch_for_write(const void* address) {
 // threads release finished tasks (their release functions, their runtime
 // closures) from the slots themselves, in batches, and only then reuse a slot.
 // So the host and the worker, on different cores, share no lock, and per
-// launch only the slot's cache line moves between them (the worker's
-// completion counter is read once per batch).
+// launch only the slot's lines and the kernel's argument bytes move between
+// them (the worker's completion counter is read once per batch).
 struct mydevStream : std::enable_shared_from_this<mydevStream> {
   static constexpr uint64_t kCapacity = 1024;
 
@@ -81,7 +82,8 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   uint64_t submit(mydev::Task task, const char* name = nullptr);
   // Queues a kernel whose arguments construct(context, args) builds in
   // args_size bytes of the stream's argument ring (or of the heap when the
-  // ring is full). If construct throws, nothing is queued.
+  // ring is full). Returns 0 and queues nothing if construct fails; its
+  // exceptions propagate, with nothing queued.
   uint64_t submit_kernel(const char* name, mydevKernelFn fn, size_t args_size, mydevArgsConstructFn construct,
                          void* context, mydevReleaseFn release);
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }

@@ -76,7 +76,7 @@ def reset_accumulated_memory_stats(device=None):
 
 
 def empty_cache():
-    """Returns the cached, unused device memory of every device to the runtime."""
+    """Returns the cached, unused device memory of every device to the runtime, and frees the idle kernel workspace."""
     if is_initialized():
         torch.accelerator.empty_cache()
 
@@ -87,6 +87,7 @@ def kernel_workspace_stats():
     mydev's kernels are ATen's CPU kernels; their scratch buffers and results
     (oneDNN's reordered tensors, among others) come from a cache, as a GPU
     library's workspace comes from the device's caching allocator. Keys:
+    ``enabled`` (False when the process's CPU allocator could not be wrapped),
     ``active_bytes`` (held by kernels' tensors now), ``idle_bytes`` (kept for
     reuse, returned by :func:`empty_cache`), ``requests`` and ``reused`` (how
     many allocations an idle block served) since the process started.

@@ -162,9 +162,10 @@ mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args,
 // there; release(args) must destroy them without freeing the bytes. A launch
 // then allocates nothing, unless the queue's argument space is full, when the
 // bytes come from the heap. construct runs while the stream's queue is locked
-// and must not use the stream; if it throws (a C++ exception), nothing is
-// queued and the exception propagates to the caller.
-typedef void (*mydevArgsConstructFn)(void* context, void* args);
+// and must not use the stream. It returns 0 on success; anything else means
+// it failed: nothing is queued and the launch returns mydevErrorInvalidValue.
+// A C++ exception thrown by construct leaves this call, with nothing queued.
+typedef int (*mydevArgsConstructFn)(void* context, void* args);
 mydevError_t mydevLaunchKernelWithArgs(const char* name, mydevKernelFn fn, size_t args_size,
                                        mydevArgsConstructFn construct, void* context, mydevReleaseFn release,
                                        mydevStream_t stream);
