@@ -101,6 +101,12 @@ std::string formatBytes(size_t bytes) {
   return out.str();
 }
 
+// What a free or recordStream of a pointer this allocator does not hold says.
+void checkPointer(bool live, void* ptr, const char* caller) {
+  TORCH_CHECK(live, caller, ": invalid device pointer ", ptr,
+              " (not allocated by the mydev caching allocator, or already freed)");
+}
+
 bool inForkedChild() {
   int count = 0;
   return mydevGetDeviceCount(&count) == mydevErrorForkedChild;
@@ -243,8 +249,7 @@ class DeviceCache {
   // The live block starting at ptr (mutex_ held).
   Block* liveBlockLocked(void* ptr, const char* caller) {
     auto it = allocated_blocks_.find(ptr);
-    TORCH_CHECK(it != allocated_blocks_.end(), caller, ": invalid device pointer ", ptr,
-                " (not allocated by the mydev caching allocator, or already freed)");
+    checkPointer(it != allocated_blocks_.end(), ptr, caller);
     return it->second;
   }
 
@@ -567,8 +572,7 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
   // which device a pointer belongs to without taking one.
   static c10::DeviceIndex deviceOfPointer(void* ptr, const char* caller) {
     int device = -1;
-    TORCH_CHECK(mydevPointerGetDevice(&device, ptr) == mydevSuccess, caller, ": invalid device pointer ", ptr,
-                " (not allocated by the mydev caching allocator, or already freed)");
+    checkPointer(mydevPointerGetDevice(&device, ptr) == mydevSuccess, ptr, caller);
     return static_cast<c10::DeviceIndex>(device);
   }
 

@@ -20,6 +20,14 @@ void fail_running_kernel(const char* message) {
   t_kernel->message = message != nullptr ? message : "(no message)";
 }
 
+// Ends a launch: in MYDEV_LAUNCH_BLOCKING mode it waits for the kernel and
+// reports its failure, as CUDA_LAUNCH_BLOCKING does.
+mydevError_t finish_launch(mydevStream& stream, uint64_t seq) {
+  if (!mydev::config().launch_blocking) return mydevSuccess;
+  stream.wait(seq);
+  return mydev::take_stream_error(stream, seq);
+}
+
 }  // namespace
 
 namespace mydev {
@@ -63,10 +71,7 @@ mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args, m
   task.fn = fn;
   task.args = args;
   task.release = release;
-  const uint64_t seq = stream->submit(std::move(task), name != nullptr ? name : "<unnamed>");
-  if (!config().launch_blocking) return mydevSuccess;
-  stream->wait(seq);
-  return take_stream_error(*stream, seq);
+  return finish_launch(*stream, stream->submit(std::move(task), name != nullptr ? name : "<unnamed>"));
 }
 
 mydevError_t mydevLaunchKernelWithArgs(const char* name, mydevKernelFn fn, size_t args_size,
@@ -87,9 +92,7 @@ mydevError_t mydevLaunchKernelWithArgs(const char* name, mydevKernelFn fn, size_
     return set_error(mydevErrorInvalidValue, "%s: kernel '%s': its argument constructor failed; nothing was queued",
                      api, label);
   }
-  if (!config().launch_blocking) return mydevSuccess;
-  stream->wait(seq);
-  return take_stream_error(*stream, seq);
+  return finish_launch(*stream, seq);
 }
 
 void mydevKernelFail(const char* message) { fail_running_kernel(message); }

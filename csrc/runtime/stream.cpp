@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <new>
 #include <system_error>
 
 #include "internal.h"
@@ -65,21 +64,14 @@ uint64_t mydevStream::submit_kernel(const char* name, mydevKernelFn fn, size_t a
     release_until_locked(completed_.load(std::memory_order_acquire));
     task.args = reserve_args_locked(bytes, &task.args_end);
   }
+  // Freed here if construct fails or throws; the task owns it once queued.
+  std::unique_ptr<void, HeapArgsDelete> heap_args;
   if (task.args == nullptr) {
-    task.heap_args = ::operator new(bytes, std::align_val_t(kCacheLine));
-    task.args = task.heap_args;
+    heap_args.reset(::operator new(bytes, std::align_val_t(kCacheLine)));
+    task.args = heap_args.get();
   }
-  int failed = 0;
-  try {
-    failed = construct(context, task.args);
-  } catch (...) {
-    if (task.heap_args != nullptr) ::operator delete(task.heap_args, std::align_val_t(kCacheLine));
-    throw;
-  }
-  if (failed != 0) {
-    if (task.heap_args != nullptr) ::operator delete(task.heap_args, std::align_val_t(kCacheLine));
-    return 0;
-  }
+  if (construct(context, task.args) != 0) return 0;
+  task.heap_args = heap_args.release();
   if (task.args_end != 0) args_head_ = task.args_end;
   publish_locked(seq, std::move(task), name);
   prefetch_next_launch_locked(seq + 1);
@@ -92,7 +84,7 @@ void mydevStream::prefetch_next_launch_locked(uint64_t next_seq) {
     mydev::prefetch_for_write(task + offset);
   }
   for (uint64_t line = 0; line < kPrefetchArgsLines; ++line) {
-    mydev::prefetch_for_write(args_ring_[((args_head_ % kArgsBytes) / kCacheLine + line) % (kArgsBytes / kCacheLine)].bytes);
+    mydev::prefetch_for_write(args_at(args_head_ + line * kCacheLine));
   }
 }
 
@@ -103,7 +95,7 @@ void* mydevStream::reserve_args_locked(size_t bytes, uint64_t* end) {
   if (offset + bytes > kArgsBytes) start += kArgsBytes - offset;
   if (start + bytes - args_tail_ > kArgsBytes) return nullptr;
   *end = start + bytes;
-  return args_ring_[(start % kArgsBytes) / kCacheLine].bytes;
+  return args_at(start);
 }
 
 uint64_t mydevStream::next_seq_locked() {
@@ -139,7 +131,7 @@ void mydevStream::release_until_locked(uint64_t seq) {
   for (; released_ < seq; ++released_) {
     mydev::Task& done = slots_[(released_ + 1) % kCapacity].task;
     if (done.release != nullptr) done.release(done.args);
-    if (done.heap_args != nullptr) ::operator delete(done.heap_args, std::align_val_t(kCacheLine));
+    if (done.heap_args != nullptr) HeapArgsDelete()(done.heap_args);
     if (done.args_end != 0) args_tail_ = done.args_end;
     done = mydev::Task();
   }

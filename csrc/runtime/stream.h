@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -136,6 +137,12 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   struct alignas(kCacheLine) ArgsLine {
     unsigned char bytes[kCacheLine];
   };
+  // Kernel arguments that did not fit in the ring.
+  struct HeapArgsDelete {
+    void operator()(void* args) const { ::operator delete(args, std::align_val_t(kCacheLine)); }
+  };
+  // The ring's bytes at `position`, counted from the start as args_head_ is.
+  unsigned char* args_at(uint64_t position) { return args_ring_[(position % kArgsBytes) / kCacheLine].bytes; }
 
   void run();
   // Takes the next sequence number, releasing finished tasks first as needed
