@@ -84,9 +84,8 @@ mydevError_t mydevEventRecord(mydevEvent_t event, mydevStream_t handle) {
     capture->seq = stream->submitted();
   } else {
     capture->time_ns = std::make_shared<std::atomic<int64_t>>(0);
-    Task marker;
-    marker.op = [time_ns = capture->time_ns] { time_ns->store(now_ns(), std::memory_order_release); };
-    capture->seq = stream->submit(std::move(marker));
+    capture->seq = stream->submit(
+        runtime_work([time_ns = capture->time_ns] { time_ns->store(now_ns(), std::memory_order_release); }));
   }
   std::lock_guard<std::mutex> lock(event->mutex);
   event->capture = std::move(capture);
@@ -151,9 +150,7 @@ mydevError_t mydevStreamWaitEvent(mydevStream_t handle, mydevEvent_t event) {
   if (capture == nullptr || capture->stream.get() == stream || capture->stream->is_complete(capture->seq)) {
     return mydevSuccess;
   }
-  Task wait;
-  wait.op = [capture = std::move(capture)] { capture->stream->wait_for_completion(capture->seq); };
-  stream->submit(std::move(wait));
+  stream->submit(runtime_work([capture = std::move(capture)] { capture->stream->wait_for_completion(capture->seq); }));
   return mydevSuccess;
 }
 

@@ -117,7 +117,7 @@ mydevError_t check_kind(const char* api, mydevMemcpyKind kind, const Location& d
 // that the caller may reuse it as soon as this returns.
 mydevError_t submit_copy(const char* api, mydevStream& stream, const Location& dst, const Location& src, size_t count,
                          uint64_t* seq) {
-  Task copy;
+  std::function<void()> copy;
   if (src.memory == Memory::Pageable) {
     char* staging = static_cast<char*>(malloc(count));
     if (staging == nullptr) {
@@ -125,14 +125,14 @@ mydevError_t submit_copy(const char* api, mydevStream& stream, const Location& d
                        format_bytes(count).c_str());
     }
     memcpy(staging, src.address, count);
-    copy.op = [to = dst.address, staging, count] {
+    copy = [to = dst.address, staging, count] {
       memcpy(to, staging, count);
       free(staging);
     };
   } else {
-    copy.op = [to = dst.address, from = src.address, count] { memcpy(to, from, count); };
+    copy = [to = dst.address, from = src.address, count] { memcpy(to, from, count); };
   }
-  *seq = stream.submit(std::move(copy));
+  *seq = stream.submit(runtime_work(std::move(copy)));
   return mydevSuccess;
 }
 
@@ -275,9 +275,8 @@ mydevError_t mydevMemcpy(void* dst, const void* src, size_t count, mydevMemcpyKi
     return mydevSuccess;
   }
   mydevStream& stream = *device(to.memory == Memory::Device ? to.device : from.device).default_stream;
-  Task copy;
-  copy.op = [to = to.address, from = from.address, count] { memcpy(to, from, count); };
-  const uint64_t seq = stream.submit(std::move(copy));
+  const uint64_t seq =
+      stream.submit(runtime_work([to = to.address, from = from.address, count] { memcpy(to, from, count); }));
   stream.wait(seq);
   return take_stream_error(stream, seq);
 }
@@ -313,9 +312,8 @@ mydevError_t mydevMemsetAsync(void* dev_ptr, int value, size_t count, mydevStrea
   if (target.memory != Memory::Device) {
     return set_error(mydevErrorInvalidValue, "%s: %p is %s, not device memory", api, dev_ptr, describe(target.memory));
   }
-  Task fill;
-  fill.op = [to = target.address, byte = static_cast<unsigned char>(value), count] { memset(to, byte, count); };
-  const uint64_t seq = stream->submit(std::move(fill));
+  const uint64_t seq = stream->submit(
+      runtime_work([to = target.address, byte = static_cast<unsigned char>(value), count] { memset(to, byte, count); }));
   if (!config().launch_blocking) return mydevSuccess;
   stream->wait(seq);
   return take_stream_error(*stream, seq);

@@ -199,8 +199,8 @@ void mydevStream::run() {
 }
 
 void mydevStream::execute(const mydev::Task& task, const char* name, uint64_t seq) {
-  if (task.fn == nullptr) {
-    task.op();
+  if (task.is_runtime_work) {
+    task.fn(task.args);
     return;
   }
   std::string failure;
@@ -229,6 +229,16 @@ bool mydevStream::take_failure(uint64_t seq, std::string* message) {
 }
 
 namespace mydev {
+
+Task runtime_work(std::function<void()> work) {
+  using Work = std::function<void()>;
+  Task task;
+  task.fn = [](void* args) { (*static_cast<Work*>(args))(); };
+  task.args = new Work(std::move(work));
+  task.release = [](void* args) { delete static_cast<Work*>(args); };
+  task.is_runtime_work = true;
+  return task;
+}
 
 mydevError_t resolve_stream(const char* api, mydevStream_t handle, mydevStream** stream) {
   if (handle == nullptr) {

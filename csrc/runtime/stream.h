@@ -21,18 +21,25 @@ namespace mydev {
 // messages).
 constexpr size_t kMaxKernelName = 63;
 
+// What a slot of a stream's launch queue holds: one cache line, which the
+// host writes and the worker reads on every launch.
 struct Task {
-  // A user kernel (fn != NULL), run with the kernel context set ...
+  // A user kernel, run with the kernel context set, or the runtime's own work
+  // (copies, event markers, waits on other streams), made by runtime_work.
   mydevKernelFn fn = nullptr;
   void* args = nullptr;
   mydevReleaseFn release = nullptr;
-  // ... or runtime work: copies, event markers, waits on other streams.
-  std::function<void()> op;
   // Arguments the runtime holds for a kernel: the end of their span in the
   // stream's argument ring (0: none there), or a heap block to free.
   uint64_t args_end = 0;
   void* heap_args = nullptr;
+  bool is_runtime_work = false;
 };
+static_assert(sizeof(Task) <= 64, "a task fills one cache line of the launch queue");
+
+// Runtime work as a task. The callable lives on the heap, so that the slots
+// of kernel launches, the common case, stay one line.
+Task runtime_work(std::function<void()> work);
 
 constexpr uint32_t kStreamMagic = 0x5354524d;  // "STRM"
 
