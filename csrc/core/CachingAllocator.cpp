@@ -16,6 +16,7 @@
 #include <c10/util/flat_hash_map.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <deque>
 #include <limits>
@@ -558,11 +559,16 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
   }
 
   DeviceCache& cache(c10::DeviceIndex device) {
-    std::call_once(caches_once_, [this] {
-      for (c10::DeviceIndex i = 0; i < deviceCount(); ++i) {
-        caches_.push_back(std::make_unique<DeviceCache>(i));
-      }
-    });
+    // Every allocation and free asks; std::call_once alone costs four
+    // thread-local accesses, so the flag is read first.
+    if (!caches_ready_.load(std::memory_order_acquire)) {
+      std::call_once(caches_once_, [this] {
+        for (c10::DeviceIndex i = 0; i < deviceCount(); ++i) {
+          caches_.push_back(std::make_unique<DeviceCache>(i));
+        }
+        caches_ready_.store(true, std::memory_order_release);
+      });
+    }
     checkDeviceIndex(device);
     return *caches_[static_cast<size_t>(device)];
   }
@@ -577,6 +583,7 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
   }
 
   std::once_flag caches_once_;
+  std::atomic<bool> caches_ready_{false};
   std::vector<std::unique_ptr<DeviceCache>> caches_;
 };
 
