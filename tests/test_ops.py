@@ -187,6 +187,12 @@ class TestMydevOps(TestCase):
                 "mixed dtypes": lambda i, t, g: torch.ops.aten.mse_loss_backward(g.double(), i, t.double(), reduction),
                 "out=": lambda i, t, g: torch.ops.aten.mse_loss_backward.grad_input(
                     g, i, t, reduction, grad_input=torch.empty(2, dtype=dtype, device=i.device)),
+                "smooth_l1_loss_backward": lambda i, t, g: torch.ops.aten.smooth_l1_loss_backward(
+                    g, i, t, reduction, 0.5),
+                "smooth_l1_loss_backward mixed dtypes": lambda i, t, g: torch.ops.aten.smooth_l1_loss_backward(
+                    g.double(), i, t.double(), reduction, 0.5),
+                "smooth_l1_loss_backward out=": lambda i, t, g: torch.ops.aten.smooth_l1_loss_backward.grad_input(
+                    g, i, t, reduction, 0.5, grad_input=torch.empty(2, dtype=dtype, device=i.device)),
             }
             for name, call in calls.items():
                 expected = call(input, target, grad)
@@ -207,6 +213,8 @@ class TestMydevOps(TestCase):
             "shapes": lambda where: torch.ops.aten.mse_loss(torch.ones(3, device=where), torch.ones(4, device=where), 0),
             "bool backward": lambda where: torch.ops.aten.mse_loss_backward(
                 *(torch.ones(3, dtype=torch.bool, device=where),) * 3, 1),
+            "bool smooth_l1_loss backward": lambda where: torch.ops.aten.smooth_l1_loss_backward(
+                *(torch.ones(3, dtype=torch.bool, device=where),) * 3, 1, 1.),
             "integer backward over no elements": lambda where: torch.ops.aten.mse_loss_backward(
                 *(torch.ones(0, dtype=torch.long, device=where),) * 3, 1),
         }

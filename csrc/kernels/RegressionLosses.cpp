@@ -1,5 +1,5 @@
-// Native kernels of the regression losses: mse_loss and its backward, and
-// smooth_l1_loss.
+// Native kernels of the regression losses: mse_loss and smooth_l1_loss, and
+// their backward.
 //
 // Both forward operators are structured, but their CPU out= kernel cannot
 // serve a mydev functional call (StructuredOut.h) as other structured kernels
@@ -24,6 +24,7 @@
 #include <ATen/ops/mse_loss_backward_cpu_dispatch.h>
 #include <ATen/ops/mse_loss_cpu_dispatch.h>
 #include <ATen/ops/mse_loss_meta.h>
+#include <ATen/ops/smooth_l1_loss_backward_cpu_dispatch.h>
 #include <ATen/ops/smooth_l1_loss_cpu_dispatch.h>
 #include <ATen/ops/smooth_l1_loss_meta.h>
 #include <torch/library.h>
@@ -38,6 +39,7 @@ using at::Tensor;
 constexpr char kMseLoss[] = "aten::mse_loss";
 constexpr char kMseLossBackward[] = "aten::mse_loss_backward";
 constexpr char kSmoothL1Loss[] = "aten::smooth_l1_loss";
+constexpr char kSmoothL1LossBackward[] = "aten::smooth_l1_loss_backward";
 
 Tensor mseLoss(const Tensor& input, const Tensor& target, int64_t reduction) {
   NativeCall native(kMseLoss, input, target);
@@ -112,6 +114,32 @@ Tensor mseLossBackward(const Tensor& grad_output, const Tensor& input, const Ten
   return mseLossBackwardOut(grad_output, input, target, reduction, grad_input);
 }
 
+// As mse_loss's backward: ATen's CPU kernel sizes grad_input with the same
+// iterator and computes in its dtype (in float for half and bfloat16). The
+// functional form is composite (zeros_like, then this).
+Tensor& smoothL1LossBackwardOut(const Tensor& grad_output, const Tensor& input, const Tensor& target,
+                                int64_t reduction, double beta, Tensor& grad_input) {
+  NativeCall native(kSmoothL1LossBackward, grad_output, input, target, grad_input);
+  const at::TensorIterator iter = at::TensorIteratorConfig()
+                                      .add_output(grad_input)
+                                      .add_const_input(input)
+                                      .add_const_input(target)
+                                      .add_const_input(grad_output)
+                                      .promote_inputs_to_common_dtype(true)
+                                      .cast_common_dtype_to_outputs(true)
+                                      .enforce_safe_casting_to_output(true)
+                                      .build();
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, iter.dtype(0), "smooth_l1_backward_cpu_out", [] {});
+  native.launch(
+      [reduction, beta](const Tensor& grad_output, const Tensor& input, const Tensor& target,
+                        const Tensor& grad_input) {
+        Tensor out = grad_input;
+        at::cpu::smooth_l1_loss_backward_outf(grad_output, input, target, reduction, beta, out);
+      },
+      grad_output, input, target, grad_input);
+  return grad_input;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -119,6 +147,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss_backward", TORCH_FN(mseLossBackward));
   m.impl("mse_loss_backward.grad_input", TORCH_FN(mseLossBackwardOut));
   m.impl("smooth_l1_loss", TORCH_FN(smoothL1Loss));
+  m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(smoothL1LossBackwardOut));
 }
 
 }  // namespace torch_mydev::native
