@@ -79,7 +79,22 @@ Tensor smoothL1Loss(const Tensor& input, const Tensor& target, int64_t reduction
   return output;
 }
 
-// ATen's CPU kernel checks and sizes grad_input with this iterator, then
+// The iterator ATen's CPU backward kernels of both losses build: it checks the
+// arguments, promotes them to a common dtype and resizes grad_input.
+at::TensorIterator lossBackwardIterator(const Tensor& grad_output, const Tensor& input, const Tensor& target,
+                                        const Tensor& grad_input) {
+  return at::TensorIteratorConfig()
+      .add_output(grad_input)
+      .add_const_input(input)
+      .add_const_input(target)
+      .add_const_input(grad_output)
+      .promote_inputs_to_common_dtype(true)
+      .cast_common_dtype_to_outputs(true)
+      .enforce_safe_casting_to_output(true)
+      .build();
+}
+
+// ATen's CPU kernel checks and sizes grad_input with lossBackwardIterator, then
 // converts the scale to the computation dtype and computes over it. Both are
 // done here over the device tensors, so the CPU's errors arise at the call and
 // grad_input has its final shape before the launch.
@@ -87,15 +102,7 @@ Tensor& mseLossBackwardOut(const Tensor& grad_output, const Tensor& input, const
                            Tensor& grad_input) {
   NativeCall native(kMseLossBackward, grad_output, input, target, grad_input);
   const double norm = reduction == at::Reduction::Mean ? 2. / static_cast<double>(input.numel()) : 2.;
-  const at::TensorIterator iter = at::TensorIteratorConfig()
-                                      .add_output(grad_input)
-                                      .add_const_input(input)
-                                      .add_const_input(target)
-                                      .add_const_input(grad_output)
-                                      .promote_inputs_to_common_dtype(true)
-                                      .cast_common_dtype_to_outputs(true)
-                                      .enforce_safe_casting_to_output(true)
-                                      .build();
+  const at::TensorIterator iter = lossBackwardIterator(grad_output, input, target, grad_input);
   AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, iter.dtype(0), "mse_backward_cpu_out",
                              [norm] { (void)at::Scalar(norm).to<scalar_t>(); });
   native.launch(
@@ -120,15 +127,7 @@ Tensor mseLossBackward(const Tensor& grad_output, const Tensor& input, const Ten
 Tensor& smoothL1LossBackwardOut(const Tensor& grad_output, const Tensor& input, const Tensor& target,
                                 int64_t reduction, double beta, Tensor& grad_input) {
   NativeCall native(kSmoothL1LossBackward, grad_output, input, target, grad_input);
-  const at::TensorIterator iter = at::TensorIteratorConfig()
-                                      .add_output(grad_input)
-                                      .add_const_input(input)
-                                      .add_const_input(target)
-                                      .add_const_input(grad_output)
-                                      .promote_inputs_to_common_dtype(true)
-                                      .cast_common_dtype_to_outputs(true)
-                                      .enforce_safe_casting_to_output(true)
-                                      .build();
+  const at::TensorIterator iter = lossBackwardIterator(grad_output, input, target, grad_input);
   AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, iter.dtype(0), "smooth_l1_backward_cpu_out", [] {});
   native.launch(
       [reduction, beta](const Tensor& grad_output, const Tensor& input, const Tensor& target,
