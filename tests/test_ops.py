@@ -217,6 +217,8 @@ class TestMydevOps(TestCase):
                 *(torch.ones(3, dtype=torch.bool, device=where),) * 3, 1, 1.),
             "integer backward over no elements": lambda where: torch.ops.aten.mse_loss_backward(
                 *(torch.ones(0, dtype=torch.long, device=where),) * 3, 1),
+            "integer smooth_l1_loss backward over no elements": lambda where: torch.ops.aten.smooth_l1_loss_backward(
+                *(torch.ones(0, dtype=torch.long, device=where),) * 3, 1, 1.),
         }
         for name, call in calls.items():
             with self.assertRaises(Exception) as cpu_error:

@@ -16,8 +16,8 @@
 #include <c10/util/flat_hash_map.h>
 
 #include <algorithm>
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <deque>
 #include <limits>
 #include <memory>

@@ -122,13 +122,16 @@ Tensor mseLossBackward(const Tensor& grad_output, const Tensor& input, const Ten
 }
 
 // As mse_loss's backward: ATen's CPU kernel sizes grad_input with the same
-// iterator and computes in its dtype (in float for half and bfloat16). The
+// iterator and converts the scale to its dtype (an infinite one, a mean over
+// no elements, cannot become an integer), in float for half and bfloat16. The
 // functional form is composite (zeros_like, then this).
 Tensor& smoothL1LossBackwardOut(const Tensor& grad_output, const Tensor& input, const Tensor& target,
                                 int64_t reduction, double beta, Tensor& grad_input) {
   NativeCall native(kSmoothL1LossBackward, grad_output, input, target, grad_input);
+  const double norm = reduction == at::Reduction::Mean ? 1. / static_cast<double>(input.numel()) : 1.;
   const at::TensorIterator iter = lossBackwardIterator(grad_output, input, target, grad_input);
-  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, iter.dtype(0), "smooth_l1_backward_cpu_out", [] {});
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, iter.dtype(0), "smooth_l1_backward_cpu_out",
+                             [norm] { (void)at::Scalar(norm).to<scalar_t>(); });
   native.launch(
       [reduction, beta](const Tensor& grad_output, const Tensor& input, const Tensor& target,
                         const Tensor& grad_input) {

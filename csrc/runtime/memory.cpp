@@ -3,11 +3,16 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "internal.h"
 
 namespace {
+
+struct FreeDelete {
+  void operator()(char* bytes) const { free(bytes); }
+};
 
 using namespace mydev;
 
@@ -117,22 +122,20 @@ mydevError_t check_kind(const char* api, mydevMemcpyKind kind, const Location& d
 // that the caller may reuse it as soon as this returns.
 mydevError_t submit_copy(const char* api, mydevStream& stream, const Location& dst, const Location& src, size_t count,
                          uint64_t* seq) {
-  std::function<void()> copy;
   if (src.memory == Memory::Pageable) {
-    char* staging = static_cast<char*>(malloc(count));
+    // The source bytes are staged at the call, as CUDA does; the staging
+    // buffer goes with the task, whether it runs or not.
+    std::unique_ptr<char, FreeDelete> staging(static_cast<char*>(malloc(count)));
     if (staging == nullptr) {
       return set_error(mydevErrorMemoryAllocation, "%s: cannot allocate %s to stage a copy from pageable memory", api,
                        format_bytes(count).c_str());
     }
-    memcpy(staging, src.address, count);
-    copy = [to = dst.address, staging, count] {
-      memcpy(to, staging, count);
-      free(staging);
-    };
+    memcpy(staging.get(), src.address, count);
+    *seq = stream.submit(
+        runtime_work([to = dst.address, staging = std::move(staging), count] { memcpy(to, staging.get(), count); }));
   } else {
-    copy = [to = dst.address, from = src.address, count] { memcpy(to, from, count); };
+    *seq = stream.submit(runtime_work([to = dst.address, from = src.address, count] { memcpy(to, from, count); }));
   }
-  *seq = stream.submit(runtime_work(std::move(copy)));
   return mydevSuccess;
 }
 

@@ -41,11 +41,20 @@ mydevStream::mydevStream(int device, int priority, bool is_default)
 
 mydevStream::~mydevStream() {
   if (worker_.joinable()) stop();
+  // Tasks queued after stop() never ran; what they hold is freed all the same.
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  release_until_locked(submitted_.load(std::memory_order_acquire));
 }
 
 uint64_t mydevStream::submit(mydev::Task task, const char* name) {
   std::lock_guard<std::mutex> lock(submit_mutex_);
-  const uint64_t seq = next_seq_locked();
+  uint64_t seq;
+  try {
+    seq = next_seq_locked();
+  } catch (...) {
+    if (task.release != nullptr) task.release(task.args);
+    throw;
+  }
   publish_locked(seq, std::move(task), name);
   return seq;
 }
@@ -229,16 +238,6 @@ bool mydevStream::take_failure(uint64_t seq, std::string* message) {
 }
 
 namespace mydev {
-
-Task runtime_work(std::function<void()> work) {
-  using Work = std::function<void()>;
-  Task task;
-  task.fn = [](void* args) { (*static_cast<Work*>(args))(); };
-  task.args = new Work(std::move(work));
-  task.release = [](void* args) { delete static_cast<Work*>(args); };
-  task.is_runtime_work = true;
-  return task;
-}
 
 mydevError_t resolve_stream(const char* api, mydevStream_t handle, mydevStream** stream) {
   if (handle == nullptr) {

@@ -7,12 +7,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace mydev {
 
@@ -21,8 +21,10 @@ namespace mydev {
 // messages).
 constexpr size_t kMaxKernelName = 63;
 
-// What a slot of a stream's launch queue holds: one cache line, which the
-// host writes and the worker reads on every launch.
+// A task as a slot of a stream's launch queue holds it: one cache line (the
+// slot's first), which the host writes and the worker reads on every launch.
+// A task owns nothing by itself: what it holds is freed by its release
+// function, which the stream calls once the task has run or was dropped.
 struct Task {
   // A user kernel, run with the kernel context set, or the runtime's own work
   // (copies, event markers, waits on other streams), made by runtime_work.
@@ -37,9 +39,17 @@ struct Task {
 };
 static_assert(sizeof(Task) <= 64, "a task fills one cache line of the launch queue");
 
-// Runtime work as a task. The callable lives on the heap, so that the slots
-// of kernel launches, the common case, stay one line.
-Task runtime_work(std::function<void()> work);
+// Runtime work as a task. The callable lives on the heap, so that a task
+// stays one line whatever it runs.
+template <typename Work>
+Task runtime_work(Work work) {
+  Task task;
+  task.fn = [](void* args) { (*static_cast<Work*>(args))(); };
+  task.args = new Work(std::move(work));
+  task.release = [](void* args) { delete static_cast<Work*>(args); };
+  task.is_runtime_work = true;
+  return task;
+}
 
 constexpr uint32_t kStreamMagic = 0x5354524d;  // "STRM"
 
@@ -86,7 +96,8 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
 
   // Queues a task and returns its sequence number. `name` labels a kernel's
   // errors (NULL for runtime work). A full ring blocks the caller until the
-  // worker frees a slot, as a full launch queue does on CUDA.
+  // worker frees a slot, as a full launch queue does on CUDA. If it throws,
+  // the task has been released.
   uint64_t submit(mydev::Task task, const char* name = nullptr);
   // Queues a kernel whose arguments construct(context, args) builds in
   // args_size bytes of the stream's argument ring (or of the heap when the
@@ -134,6 +145,7 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
     mydev::Task task;
     alignas(kCacheLine) std::atomic<uint64_t> published{0};
   };
+  static_assert(sizeof(Slot) == 2 * kCacheLine, "a slot is its task's line and its published word's line");
   struct KernelName {
     char text[mydev::kMaxKernelName + 1];
   };
