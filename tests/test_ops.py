@@ -678,6 +678,16 @@ class TestMydevOps(TestCase):
         self.assertEqual(on_device[:2], on_cpu[:2])
         self.assertEqual(on_device[2], on_cpu[2], atol=0, rtol=0)
 
+    def test_real_to_complex_fft_keeps_the_strides_of_the_cpu_kernel(self, device):
+        # For a meta tensor, _fft_r2c's Meta kernel predicts cuFFT's layout, which differs from the CPU's once the
+        # transform spans three dims.
+        x = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(2))
+        for dim in [(0, 1, 2), (1, 2), (0,), (2, 0, 1)]:
+            expected = torch.fft.rfftn(x, dim=dim)
+            actual = torch.fft.rfftn(x.to(device), dim=dim)
+            self.assertEqual(actual.stride(), expected.stride(), msg=str(dim))
+            self.assertEqual(actual.cpu(), expected, msg=str(dim))
+
     def test_out_arguments_the_cpu_kernel_grows_keep_its_view_of_the_storage(self, device):
         # lstsq makes a too-small out= solution a column-major view into its grown storage, whose other views see it.
         a = torch.randn(4, 3, generator=torch.Generator().manual_seed(3))

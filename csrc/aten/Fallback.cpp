@@ -147,7 +147,10 @@ bool isGeneratorArgument(const c10::Argument& argument) {
 // linalg_eig, whose CPU results are LAPACK's column-major buffers (lstsq's
 // solution a view of one) where Meta predicts contiguous tensors: with Meta's
 // strides, later matrix products took other BLAS paths than on the CPU (2e-5
-// apart in lstsq's gradient).
+// apart in lstsq's gradient). And _fft_r2c: for a meta tensor its Meta kernel
+// predicts cuFFT's layout, which for a transform over three or more dims is
+// not the CPU kernel's (fft.rfftn of a 3x4x5 tensor: strides (4, 1, 12) where
+// the CPU returns (12, 3, 1)).
 bool metaCannotStandInForCpu(const c10::OperatorName& name) {
   static const std::unordered_set<std::string> names = {
       "aten::nansum",
@@ -172,6 +175,7 @@ bool metaCannotStandInForCpu(const c10::OperatorName& name) {
       "aten::multilabel_margin_loss_forward",
       "aten::linalg_lstsq",
       "aten::linalg_eig",
+      "aten::_fft_r2c",
   };
   return names.count(name.name) > 0;
 }
