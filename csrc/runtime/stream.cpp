@@ -88,10 +88,7 @@ uint64_t mydevStream::submit_kernel(const char* name, mydevKernelFn fn, size_t a
 }
 
 void mydevStream::prefetch_next_launch_locked(uint64_t next_seq) {
-  const auto* task = reinterpret_cast<const char*>(&slots_[next_seq % kCapacity].task);
-  for (size_t offset = 0; offset < sizeof(mydev::Task); offset += kCacheLine) {
-    mydev::prefetch_for_write(task + offset);
-  }
+  mydev::prefetch_for_write(&slots_[next_seq % kCapacity].task);
   for (uint64_t line = 0; line < kPrefetchArgsLines; ++line) {
     mydev::prefetch_for_write(args_at(args_head_ + line * kCacheLine));
   }
