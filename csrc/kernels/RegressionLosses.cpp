@@ -79,32 +79,38 @@ Tensor smoothL1Loss(const Tensor& input, const Tensor& target, int64_t reduction
   return output;
 }
 
-// The iterator ATen's CPU backward kernels of both losses build: it checks the
-// arguments, promotes them to a common dtype and resizes grad_input.
-at::TensorIterator lossBackwardIterator(const Tensor& grad_output, const Tensor& input, const Tensor& target,
-                                        const Tensor& grad_input) {
-  return at::TensorIteratorConfig()
-      .add_output(grad_input)
-      .add_const_input(input)
-      .add_const_input(target)
-      .add_const_input(grad_output)
-      .promote_inputs_to_common_dtype(true)
-      .cast_common_dtype_to_outputs(true)
-      .enforce_safe_casting_to_output(true)
-      .build();
+// ATen's CPU backward kernels of both losses check and size grad_input with
+// this iterator (promoting the arguments to a common dtype), then convert the
+// scale (`factor`, divided by the element count for a mean) to the
+// computation dtype, which fails for an integer one when the scale is
+// infinite (a mean over no elements). AT_DISPATCH raises the CPU kernel's
+// error, named `kCpuKernel`, for a dtype it lacks. Done here over the device
+// tensors, so the CPU's errors arise at the call and grad_input has its final
+// shape before the launch.
+template <const char* kCpuKernel>
+void prepareLossBackward(const Tensor& grad_output, const Tensor& input, const Tensor& target, int64_t reduction,
+                         double factor, const Tensor& grad_input) {
+  const double norm = reduction == at::Reduction::Mean ? factor / static_cast<double>(input.numel()) : factor;
+  const at::TensorIterator iter = at::TensorIteratorConfig()
+                                      .add_output(grad_input)
+                                      .add_const_input(input)
+                                      .add_const_input(target)
+                                      .add_const_input(grad_output)
+                                      .promote_inputs_to_common_dtype(true)
+                                      .cast_common_dtype_to_outputs(true)
+                                      .enforce_safe_casting_to_output(true)
+                                      .build();
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, iter.dtype(0), kCpuKernel,
+                             [norm] { (void)at::Scalar(norm).to<scalar_t>(); });
 }
 
-// ATen's CPU kernel checks and sizes grad_input with lossBackwardIterator, then
-// converts the scale to the computation dtype and computes over it. Both are
-// done here over the device tensors, so the CPU's errors arise at the call and
-// grad_input has its final shape before the launch.
+constexpr char kMseBackwardCpu[] = "mse_backward_cpu_out";
+constexpr char kSmoothL1BackwardCpu[] = "smooth_l1_backward_cpu_out";
+
 Tensor& mseLossBackwardOut(const Tensor& grad_output, const Tensor& input, const Tensor& target, int64_t reduction,
                            Tensor& grad_input) {
   NativeCall native(kMseLossBackward, grad_output, input, target, grad_input);
-  const double norm = reduction == at::Reduction::Mean ? 2. / static_cast<double>(input.numel()) : 2.;
-  const at::TensorIterator iter = lossBackwardIterator(grad_output, input, target, grad_input);
-  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, iter.dtype(0), "mse_backward_cpu_out",
-                             [norm] { (void)at::Scalar(norm).to<scalar_t>(); });
+  prepareLossBackward<kMseBackwardCpu>(grad_output, input, target, reduction, 2., grad_input);
   native.launch(
       [reduction](const Tensor& grad_output, const Tensor& input, const Tensor& target, const Tensor& grad_input) {
         Tensor out = grad_input;
@@ -121,17 +127,12 @@ Tensor mseLossBackward(const Tensor& grad_output, const Tensor& input, const Ten
   return mseLossBackwardOut(grad_output, input, target, reduction, grad_input);
 }
 
-// As mse_loss's backward: ATen's CPU kernel sizes grad_input with the same
-// iterator and converts the scale to its dtype (an infinite one, a mean over
-// no elements, cannot become an integer), in float for half and bfloat16. The
-// functional form is composite (zeros_like, then this).
+// The functional form is composite (zeros_like, then this). ATen's CPU kernel
+// computes half and bfloat16 in float.
 Tensor& smoothL1LossBackwardOut(const Tensor& grad_output, const Tensor& input, const Tensor& target,
                                 int64_t reduction, double beta, Tensor& grad_input) {
   NativeCall native(kSmoothL1LossBackward, grad_output, input, target, grad_input);
-  const double norm = reduction == at::Reduction::Mean ? 1. / static_cast<double>(input.numel()) : 1.;
-  const at::TensorIterator iter = lossBackwardIterator(grad_output, input, target, grad_input);
-  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, iter.dtype(0), "smooth_l1_backward_cpu_out",
-                             [norm] { (void)at::Scalar(norm).to<scalar_t>(); });
+  prepareLossBackward<kSmoothL1BackwardCpu>(grad_output, input, target, reduction, 1., grad_input);
   native.launch(
       [reduction, beta](const Tensor& grad_output, const Tensor& input, const Tensor& target,
                         const Tensor& grad_input) {
