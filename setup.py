@@ -1,7 +1,8 @@
 """Build of torch_mydev: the Python package plus one C++ extension, torch_mydev._C,
 holding the simulated runtime (csrc/runtime), the PyTorch glue (csrc/core), the
 device-level operators and generic fallback (csrc/aten), the native kernels
-(csrc/kernels) and the Python bindings (csrc/python).
+(csrc/kernels), the autocast policy (csrc/amp) and the Python bindings
+(csrc/python).
 
 Build without isolation so that the installed torch (pinned to 2.13.0) is the one
 compiled against:  pip install --no-build-isolation -e .
@@ -21,7 +22,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def sources():
-    layers = ("runtime", "core", "aten", "kernels", "python")
+    layers = ("runtime", "core", "aten", "kernels", "amp", "python")
     found = []
     for layer in layers:
         found += sorted(glob.glob(os.path.join("csrc", layer, "*.cpp")))

@@ -58,6 +58,9 @@ class TestDeviceSelection(TestCase):
         self.assertEqual(torch.empty(3, device="mydev").device, torch.device("mydev:1"))
         torch.mydev.set_device("mydev:0")
         self.assertEqual(torch.mydev.current_device(), 0)
+        torch.mydev.set_device(1)
+        torch.mydev.set_device(-1)  # as torch.cuda.set_device: a negative index changes nothing
+        self.assertEqual(torch.mydev.current_device(), 1)
 
     def test_device_of_tensor(self):
         on_one = torch.ones(2, device="mydev:1")

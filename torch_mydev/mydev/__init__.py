@@ -1,6 +1,8 @@
 """``torch.mydev``: the device module of the mydev backend, shaped like ``torch.cuda``."""
 from torch import OutOfMemoryError
 
+from torch_mydev.mydev.amp import get_amp_supported_dtype
+
 from torch_mydev.mydev.device import (
     _get_device_index,
     current_device,
@@ -71,6 +73,7 @@ __all__ = [
     "device_of",
     "empty_cache",
     "Event",
+    "get_amp_supported_dtype",
     "get_device_capability",
     "get_device_name",
     "get_device_properties",

@@ -39,8 +39,10 @@ def current_device():
 
 
 def set_device(device):
-    """Sets the current mydev device of this thread."""
+    """Sets the current mydev device of this thread; a negative index changes nothing, as in torch.cuda."""
     index = _get_device_index(device, optional=True)
+    if index < 0:
+        return
     _lazy_init()
     _C._set_device(index)
 
