@@ -31,6 +31,36 @@ class TestFusedBiasGelu(TestCase):
         self.assertEqual(dx.grad.cpu(), x.grad)
         self.assertEqual(dbias.grad.cpu(), bias.grad)
 
+    @parametrize("approximate", ["none", "tanh"])
+    def test_double_backward_matches_unfused_cpu(self, device, approximate):
+        generator = torch.Generator().manual_seed(0)
+        x = torch.randn(4, 6, dtype=torch.float64, generator=generator, requires_grad=True)
+        bias = torch.randn(6, dtype=torch.float64, generator=generator, requires_grad=True)
+        dx = x.detach().to(device).requires_grad_()
+        dbias = bias.detach().to(device).requires_grad_()
+
+        # a gradient penalty: the gradient of a function of the input gradient
+        (grad,) = torch.autograd.grad(F.gelu(x + bias, approximate=approximate).sum(), x, create_graph=True)
+        expected = torch.autograd.grad(grad.pow(2).sum(), (x, bias))
+        (dgrad,) = torch.autograd.grad(torch_mydev.ops.fused_bias_gelu(dx, dbias, approximate).sum(), dx,
+                                       create_graph=True)
+        actual = torch.autograd.grad(dgrad.pow(2).sum(), (dx, dbias))
+        self.assertEqual([t.cpu() for t in actual], expected)
+
+        self.assertTrue(torch.autograd.gradgradcheck(
+            lambda x, bias: torch_mydev.ops.fused_bias_gelu(x, bias, approximate), (dx[:2, :3], dbias[:3])))
+
+    def test_backward_operator_checks_grad_output_at_the_call(self, device):
+        input = torch.randn(3, 5, device=device)
+        bias = torch.randn(5, device=device)
+        backward = torch.ops.mydev.fused_bias_gelu_backward
+        with self.assertRaisesRegex(RuntimeError, r"expected grad_output of the input's shape \[3, 5\], got \[7, 3, 5\]"):
+            backward(torch.randn(7, 3, 5, device=device), input, bias)
+        with self.assertRaisesRegex(RuntimeError, "grad_output dtype Double differs from input dtype Float"):
+            backward(torch.randn(3, 5, dtype=torch.float64, device=device), input, bias)
+        with self.assertRaisesRegex(RuntimeError, "expected grad_output of the input's shape"):
+            backward(torch.empty(7, 3, 5, device="meta"), input.to("meta"), bias.to("meta"))
+
     def test_meta_kernel_infers_shape_and_checks_arguments(self, device):
         out = torch.ops.mydev.fused_bias_gelu(torch.empty(2, 7, 5, device="meta"), torch.empty(5, device="meta"))
         self.assertEqual(out.shape, (2, 7, 5))
@@ -48,6 +78,11 @@ class TestFusedBiasGelu(TestCase):
                 test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
         opcheck(torch.ops.mydev.fused_bias_gelu.default, (x.detach().cpu().requires_grad_(),
                                                           bias.detach().cpu().requires_grad_()))
+        grad_output = torch.randn(3, 6, device=device, requires_grad=True)
+        opcheck(torch.ops.mydev.fused_bias_gelu_backward.default, (grad_output, x, bias),
+                test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+        opcheck(torch.ops.mydev.fused_bias_gelu_backward.default,
+                tuple(t.detach().cpu().requires_grad_() for t in (grad_output, x, bias)))
 
 
 instantiate_device_type_tests(TestFusedBiasGelu, globals(), only_for="privateuse1")

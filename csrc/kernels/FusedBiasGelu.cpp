@@ -2,9 +2,10 @@
 // computes gelu(input + bias) (bias along the last dimension), the epilogue a
 // vendor would fuse into one kernel. It has a kernel for mydev, one for the
 // CPU (the reference tests compare against), and a Meta kernel for shape
-// inference (FakeTensor, torch.compile). Its autograd formula is registered
+// inference (FakeTensor, torch.compile). The autograd formulas of both
+// operators, the backward one included (for double backward), are registered
 // from Python (torch_mydev/ops/fused_bias_gelu.py) with
-// torch.library.register_autograd, using the backward operator defined here.
+// torch.library.register_autograd.
 #include "NativeCall.h"
 
 #include <ATen/ops/add.h>
@@ -31,6 +32,16 @@ void checkArguments(const char* op, const Tensor& input, const Tensor& bias, std
               " and bias of shape ", bias.sizes());
   TORCH_CHECK(approximate == "none" || approximate == "tanh", op, ": approximate must be 'none' or 'tanh', got '",
               approximate, "'");
+}
+
+void checkBackwardArguments(const Tensor& grad_output, const Tensor& input, const Tensor& bias,
+                            std::string_view approximate) {
+  constexpr const char* op = "mydev::fused_bias_gelu_backward";
+  checkArguments(op, input, bias, approximate);
+  TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), op, ": grad_output dtype ",
+              grad_output.scalar_type(), " differs from input dtype ", input.scalar_type());
+  TORCH_CHECK(grad_output.sizes() == input.sizes(), op, ": expected grad_output of the input's shape ",
+              input.sizes(), ", got ", grad_output.sizes());
 }
 
 // The computation, over CPU tensors (the CPU kernel, or device memory mapped
@@ -68,7 +79,7 @@ Tensor fusedBiasGeluMeta(const Tensor& input, const Tensor& bias, std::string_vi
 
 Tensor fusedBiasGeluBackwardCpu(const Tensor& grad_output, const Tensor& input, const Tensor& bias,
                                 std::string_view approximate) {
-  checkArguments("mydev::fused_bias_gelu_backward", input, bias, approximate);
+  checkBackwardArguments(grad_output, input, bias, approximate);
   Tensor grad_input = at::empty(input.sizes(), input.options());
   biasGeluBackward(grad_output, input, bias, approximate, grad_input);
   return grad_input;
@@ -77,7 +88,7 @@ Tensor fusedBiasGeluBackwardCpu(const Tensor& grad_output, const Tensor& input, 
 Tensor fusedBiasGeluBackwardMydev(const Tensor& grad_output, const Tensor& input, const Tensor& bias,
                                   std::string_view approximate) {
   NativeCall call("mydev::fused_bias_gelu_backward", grad_output, input, bias);
-  checkArguments("mydev::fused_bias_gelu_backward", input, bias, approximate);
+  checkBackwardArguments(grad_output, input, bias, approximate);
   Tensor grad_input = at::empty(input.sizes(), input.options());
   call.launch([](const Tensor& grad_output, const Tensor& input, const Tensor& bias, std::string_view approximate,
                  Tensor grad_input) { biasGeluBackward(grad_output, input, bias, approximate, grad_input); },
@@ -87,7 +98,7 @@ Tensor fusedBiasGeluBackwardMydev(const Tensor& grad_output, const Tensor& input
 
 Tensor fusedBiasGeluBackwardMeta(const Tensor& grad_output, const Tensor& input, const Tensor& bias,
                                  std::string_view approximate) {
-  checkArguments("mydev::fused_bias_gelu_backward", input, bias, approximate);
+  checkBackwardArguments(grad_output, input, bias, approximate);
   return at::empty(input.sizes(), input.options());
 }
 
