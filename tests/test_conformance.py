@@ -95,7 +95,7 @@ class TestConformanceRun(TestCase):
         self.assertIn("<svg", html)
         self.assertIn("By op family", html)
         self.assertIn("By dtype", html)
-        self.assertIn("All pairs passed.", html)
+        self.assertIn("All passed.", html)
         self.assertIn("mydev simulated device", html)
         for external in ("http://", "https://", "src=", "<link"):
             self.assertNotIn(external, html.replace('xmlns="http://www.w3.org/2000/svg"', ""))
@@ -257,11 +257,22 @@ class TestConformanceGoldens(TestCase):
             add_entry["samples"][1]["output"] = add_entry["samples"][1]["output"] + 0.5
             torch.save(goldens, goldens_path)
             output = os.path.join(directory, "report")
-            process = run_kit("--goldens", goldens_path, "--goldens-only", "--output", output)
+            process = run_kit("--goldens", goldens_path, "--goldens-only", "--fail-under", "50", "--output", output)
             self.assertEqual(process.returncode, 0, process.stderr)
             report = read_results(output)
             with open(os.path.join(output, "report.html"), encoding="utf-8") as file:
-                self.assertIn("CUDA goldens", file.read())
+                html = file.read()
+            # --fail-under gates the goldens comparison too (1 of its 2 entries passes).
+            stricter = run_kit("--goldens", goldens_path, "--goldens-only", "--fail-under", "51", "--output", output)
+            self.assertEqual(stricter.returncode, 1, stricter.stderr)
+            self.assertIn("below --fail-under 51.0%", stricter.stderr)
+            self.assertIn("goldens from", stricter.stderr)
+        # A goldens-only run reports no sweep against the CPU, and charts the goldens by family and dtype.
+        self.assertNotIn("pairs with a CPU reference", process.stdout)
+        self.assertIn("goldens from", process.stdout)
+        self.assertIn("CUDA goldens", html)
+        self.assertNotIn("ran on the device and on the CPU", html)
+        self.assertEqual(html.count("By dtype"), 1)
 
         self.assertEqual(report["results"], [])
         results = {r["name"]: r for r in report["goldens"]["results"]}
@@ -274,6 +285,20 @@ class TestConformanceGoldens(TestCase):
         self.assertAlmostEqual(mismatch["max_abs_error"], 0.5, places=5)
         self.assertTrue(results["add"]["failure"]["sample"].startswith("#1"))
         self.assertEqual(report["goldens"]["summary"]["mismatch"], 1)
+
+
+class TestConformanceOptions(TestCase):
+    def test_a_selection_without_pairs_is_a_usage_error(self):
+        process = run_kit("--ops", "add", "--dtypes", "float8_e4m3fn")
+        self.assertEqual(process.returncode, 2)
+        self.assertIn("nothing to run: no op or module of --ops 'add' in the dtypes of --dtypes 'float8_e4m3fn'",
+                      process.stderr)
+
+    def test_injected_faults_select_by_the_names_ops_selects_by(self):
+        from torch_mydev.conformance.__main__ import names_of
+
+        self.assertIn("round", names_of({"kind": "op", "name": "round.decimals_3"}))
+        self.assertEqual(names_of({"kind": "module", "name": "nn.Linear"}), ("nn.Linear",))
 
 
 class TestConformanceBuildingBlocks(TestCase):

@@ -19,7 +19,8 @@ from .outcome import STATUSES
 from .progress import Progress, UpstreamProgress
 from .report_html import write_html
 from .report_json import build_report, write_json
-from .selection import matches, parse_dtypes, parse_patterns
+from .catalog import ops_by_name
+from .selection import matches, op_names, parse_dtypes, parse_patterns
 from .upstream_tests import STATUSES as UPSTREAM_STATUSES, find_test_files, run_upstream_tests
 
 EXIT_BELOW_THRESHOLD = 1
@@ -68,8 +69,8 @@ def parse_args(argv):
         type=float,
         default=None,
         metavar="PCT",
-        help="exit with status 1 if the pass rate of non-skipped pairs (with --upstream-only: of upstream tests) "
-        "is below PCT",
+        help="exit with status 1 if the pass rate of non-skipped pairs, goldens or upstream tests (each part the "
+        "run has) is below PCT, or if a part compared nothing",
     )
     parser.add_argument("--inject-crash", metavar="NAME", help="testing the kit: the worker segfaults on NAME")
     parser.add_argument("--inject-hang", metavar="NAME", help="testing the kit: the worker hangs on NAME")
@@ -106,11 +107,17 @@ def plan(args):
     return items, goldens
 
 
+def names_of(item):
+    """The names --ops matches an item by, so that --inject-crash NAME selects what --ops NAME does."""
+    op = ops_by_name().get(item["name"]) if item["kind"] != "module" else None
+    return op_names(op) if op is not None else (item["name"],)
+
+
 def request_for(item, args):
     fault = None
-    if args.inject_crash and matches((item["name"],), [args.inject_crash]):
+    if args.inject_crash and matches(names_of(item), [args.inject_crash]):
         fault = "crash"
-    elif args.inject_hang and matches((item["name"],), [args.inject_hang]):
+    elif args.inject_hang and matches(names_of(item), [args.inject_hang]):
         fault = "hang"
     return {
         "kind": item["kind"],
@@ -165,6 +172,9 @@ def main(argv=None):
         items, goldens = plan(args)
     except (SelectionError, ValueError, OSError) as error:
         parser.error(str(error))
+    if not items and not args.upstream_tests:
+        what = "goldens entry" if args.goldens_only else "op or module"
+        parser.error(f"nothing to run: no {what} of --ops {args.ops!r} in the dtypes of --dtypes {args.dtypes!r}")
     device = torch.device(torch._C._get_privateuse1_backend_name())
     os.makedirs(args.output, exist_ok=True)
     environment = describe_environment(device)
@@ -198,22 +208,42 @@ def main(argv=None):
 
     if not complete:
         return EXIT_INTERRUPTED
-    measured = report["upstream"] if args.upstream_only and "upstream" in report else report
-    rate = measured["summary"]["pass_rate_non_skipped"]
-    if args.fail_under is not None and (rate is None or rate < args.fail_under):
-        what = "upstream tests" if measured is not report else "pairs"
-        print(f"pass rate of non-skipped {what} {rate}% is below --fail-under {args.fail_under}%", file=sys.stderr)
-        return EXIT_BELOW_THRESHOLD
+    if args.fail_under is not None:
+        below = [
+            f"{what}: {'nothing was compared' if rate is None else f'{rate}%'}"
+            for what, rate in gated_rates(report)
+            if rate is None or rate < args.fail_under
+        ]
+        if below:
+            print(f"below --fail-under {args.fail_under}% (pass rate of the non-skipped): {'; '.join(below)}",
+                  file=sys.stderr)
+            return EXIT_BELOW_THRESHOLD
     return 0
 
 
-def print_summary(report, output):
-    pairs = report["summary"]
-    listed = pairs["pairs"] or pairs["not_applicable"]
-    sections = [("pairs with a CPU reference", pairs)] if listed or "upstream" not in report else []
+def sweep_ran(report):
+    options = report["options"]
+    return not options["goldens_only"] and not options["upstream_only"]
+
+
+def pair_sections(report):
+    """(title, summary) of the op/module sweep against the CPU and of the goldens comparison, where they ran."""
+    sections = [("pairs with a CPU reference", report["summary"])] if sweep_ran(report) else []
     if "goldens" in report:
-        sections.append(("goldens", report["goldens"]["summary"]))
-    for title, summary in sections:
+        sections.append(("goldens from " + report["goldens"]["metadata"]["device_name"], report["goldens"]["summary"]))
+    return sections
+
+
+def gated_rates(report):
+    """Every part of the run --fail-under applies to, with its pass rate over the non-skipped (None: none counted)."""
+    rates = [(title, summary["pass_rate_non_skipped"]) for title, summary in pair_sections(report)]
+    if "upstream" in report:
+        rates.append(("upstream tests", report["upstream"]["summary"]["pass_rate_non_skipped"]))
+    return rates
+
+
+def print_summary(report, output):
+    for title, summary in pair_sections(report):
         counts = ", ".join(f"{summary[status]} {status}" for status in STATUSES)
         print(
             f"{title}: {summary['pairs']} ({counts}); pass rate {summary['pass_rate']}% of all, "
