@@ -519,16 +519,42 @@ class TestMydevOps(TestCase):
         self.assertEqual(r.cpu(), expected_r)
 
     def test_asynchronous_kernel_errors_keep_their_exception_class(self, device):
-        # The CPU raises NotImplementedError for a dtype its kernel lacks; on
-        # mydev the same kernel fails on the stream and surfaces at the sync.
-        x = torch.ones(3, dtype=torch.complex32)
-        with self.assertRaisesRegex(NotImplementedError, "not implemented for 'ComplexHalf'"):
-            x.sum()
-        device_x = x.to(device)
-        with self.assertRaisesRegex(NotImplementedError, "kernel 'aten::sum.dim_IntList' failed on mydev:0"):
-            device_x.sum()
+        # The CPU raises IndexError for an index its kernel finds out of range;
+        # on mydev the same kernel fails on the stream and surfaces at the sync.
+        with self.assertRaisesRegex(IndexError, "index out of range in self"):
+            torch.index_select(torch.ones(3), 0, torch.tensor([5]))
+        device_x = torch.ones(3, device=device)
+        selected = torch.index_select(device_x, 0, torch.tensor([5], device=device))
+        self.assertEqual(selected.shape, (1,))
+        with self.assertRaisesRegex(IndexError, "kernel 'aten::index_select.out' failed on mydev:0: index out of range"):
             torch.mydev.synchronize()
         self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
+
+    def test_dtypes_with_few_cpu_kernels_raise_at_the_call(self, device):
+        # For uint16/32/64, float8 and complex32 the CPU has only some kernels:
+        # a missing one raises at the call on the CPU and on CUDA, and so on mydev.
+        cases = [
+            (torch.uint16, lambda t: t + t, "add"),
+            (torch.uint64, lambda t: t.abs(), "abs"),
+            (torch.float8_e4m3fn, lambda t: t.sum(), "sum"),
+            (torch.complex32, lambda t: t.cumsum(0), "cumsum"),
+        ]
+        for dtype, operation, name in cases:
+            cpu = torch.ones(3, dtype=dtype)
+            with self.assertRaisesRegex(NotImplementedError, "not implemented for") as on_cpu:
+                operation(cpu)
+            message = str(on_cpu.exception).splitlines()[0]
+            with self.assertRaisesRegex(NotImplementedError, re.escape(message)):
+                operation(cpu.to(device))
+            torch.mydev.synchronize()  # nothing left to report
+        # the kernels the CPU has give the CPU's values
+        for dtype in (torch.uint16, torch.uint32, torch.uint64):
+            cpu = torch.arange(5, dtype=torch.int64).to(dtype)
+            on_device = cpu.to(device)
+            self.assertEqual((on_device * on_device).cpu().to(torch.int64), (cpu * cpu).to(torch.int64))
+            self.assertEqual(on_device.cumsum(0).cpu().to(torch.int64), cpu.cumsum(0).to(torch.int64))
+            other = torch.tensor([4, 1, 2, 0, 4]).to(dtype)
+            self.assertEqual((on_device == other.to(device)).cpu(), cpu == other)
 
     @parametrize("mask", ["none", "causal", "boolean", "additive"])
     def test_attention_matches_cpu_bit_for_bit(self, device, mask):

@@ -26,6 +26,7 @@
 #include "DeviceTensorRef.h"
 #include "FallbackPolicy.h"
 #include "KernelLaunch.h"
+#include "LimitedDtypes.h"
 #include "OperatorDevice.h"
 #include "Resize.h"
 #include "SparseMembers.h"
@@ -92,6 +93,14 @@ bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
     });
   }
   return sparse;
+}
+
+bool hasArgumentOfLimitedDtype(c10::ArrayRef<c10::IValue> args) {
+  bool limited = false;
+  for (const c10::IValue& value : args) {
+    forEachTensor(value, [&](const at::Tensor& tensor) { limited = limited || hasLimitedDtype(tensor); });
+  }
+  return limited;
 }
 
 bool isOptionalTensorList(const c10::TypePtr& type) {
@@ -789,8 +798,10 @@ void runCpuKernelOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stac
   }
   ScopedDevice on_device(device);
   const MydevStream stream = getCurrentMydevStream(device);
-  // Sparse arguments have no Meta mirrors, and their members' sizes follow the data.
-  if (hasSparseArgument(args) || runsSynchronously(schema) || !tryAsynchronously(op, stack, device, stream)) {
+  // Sparse arguments have no Meta mirrors, and their members' sizes follow the
+  // data; a CPU kernel missing for a limited dtype must raise at the call.
+  if (hasSparseArgument(args) || hasArgumentOfLimitedDtype(args) || runsSynchronously(schema) ||
+      !tryAsynchronously(op, stack, device, stream)) {
     runSynchronously(op, stack, device, stream);
   }
 }

@@ -13,11 +13,13 @@
 #include "KernelArguments.h"
 
 #include "../aten/KernelLaunch.h"
+#include "../aten/LimitedDtypes.h"
 #include "../aten/OperatorDevice.h"
 #include "../core/Device.h"
 #include "../core/KernelWarnings.h"
 #include "../core/Stream.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -60,6 +62,21 @@ inline void addDevice(OperatorDevice& device, const c10::List<std::optional<at::
 template <typename T>
 void addDevice(OperatorDevice&, const T&) {}
 
+inline bool hasLimitedDtypeIn(const at::Tensor& tensor) { return hasLimitedDtype(tensor); }
+
+inline bool hasLimitedDtypeIn(const std::optional<at::Tensor>& tensor) {
+  return tensor.has_value() && hasLimitedDtype(*tensor);
+}
+
+inline bool hasLimitedDtypeIn(at::TensorList tensors) {
+  return std::any_of(tensors.begin(), tensors.end(), [](const at::Tensor& t) { return hasLimitedDtype(t); });
+}
+
+template <typename T>
+bool hasLimitedDtypeIn(const T&) {
+  return false;
+}
+
 }  // namespace detail
 
 class NativeCall {
@@ -96,6 +113,9 @@ class NativeCall {
     issueHostWarnings();
     // Every argument is captured once, in place, into the kernel's storage.
     launchKernelBuiltBy(name_, stream_, [&] { return Kernel{body, Captured(args...), host_warnings_.messages()}; });
+    if ((detail::hasLimitedDtypeIn(args) || ...)) {
+      stream_.synchronize();  // a CPU kernel missing for the dtype raises at this call (LimitedDtypes.h)
+    }
   }
 
  private:
