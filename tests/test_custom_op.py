@@ -50,6 +50,19 @@ class TestFusedBiasGelu(TestCase):
         self.assertTrue(torch.autograd.gradgradcheck(
             lambda x, bias: torch_mydev.ops.fused_bias_gelu(x, bias, approximate), (dx[:2, :3], dbias[:3])))
 
+        # float16, the default autocast dtype, with inputs where gelu'' is 0 far out in the tails
+        x = torch.tensor([[-30.0, -1.0, 0.5, 30.0]], dtype=torch.float16, requires_grad=True)
+        bias = torch.zeros(4, dtype=torch.float16, requires_grad=True)
+        dx = x.detach().to(device).requires_grad_()
+        dbias = bias.detach().to(device).requires_grad_()
+        (grad,) = torch.autograd.grad(F.gelu(x + bias, approximate=approximate).sum(), x, create_graph=True)
+        (expected,) = torch.autograd.grad(grad.sum(), x)
+        (dgrad,) = torch.autograd.grad(torch_mydev.ops.fused_bias_gelu(dx, dbias, approximate).sum(), dx,
+                                       create_graph=True)
+        (actual,) = torch.autograd.grad(dgrad.sum(), dx)
+        self.assertFalse(actual.isnan().any())
+        self.assertEqual(actual.cpu(), expected, atol=2e-3, rtol=2e-3)
+
     def test_backward_operator_checks_grad_output_at_the_call(self, device):
         input = torch.randn(3, 5, device=device)
         bias = torch.randn(5, device=device)

@@ -40,6 +40,11 @@ def _backward(ctx, grad_output):
 
 
 def _gelu_second_derivative(z, approximate):
+    if z.dtype in (torch.float16, torch.bfloat16):
+        # In float16, z * (ddu - 2 t du^2) overflows for |z| >= 22.5 while 1 - t^2
+        # is already 0, and 0 * inf is NaN: compute in float32, as ATen's CPU
+        # kernels compute reduced-precision floats.
+        return _gelu_second_derivative(z.float(), approximate).to(z.dtype)
     if approximate == "tanh":
         # gelu(z) = z/2 (1 + tanh u), u = k (z + c z^3)
         k, c = math.sqrt(2 / math.pi), 0.044715
