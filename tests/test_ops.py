@@ -533,20 +533,31 @@ class TestMydevOps(TestCase):
     def test_dtypes_with_few_cpu_kernels_raise_at_the_call(self, device):
         # For uint16/32/64, float8 and complex32 the CPU has only some kernels:
         # a missing one raises at the call on the CPU and on CUDA, and so on mydev.
-        cases = [
-            (torch.uint16, lambda t: t + t, "add"),
-            (torch.uint64, lambda t: t.abs(), "abs"),
-            (torch.float8_e4m3fn, lambda t: t.sum(), "sum"),
-            (torch.complex32, lambda t: t.cumsum(0), "cumsum"),
-        ]
-        for dtype, operation, name in cases:
-            cpu = torch.ones(3, dtype=dtype)
-            with self.assertRaisesRegex(NotImplementedError, "not implemented for") as on_cpu:
-                operation(cpu)
-            message = str(on_cpu.exception).splitlines()[0]
-            with self.assertRaisesRegex(NotImplementedError, re.escape(message)):
-                operation(cpu.to(device))
-            torch.mydev.synchronize()  # nothing left to report
+        cases = {
+            "add (native)": (torch.uint16, lambda t: t + t),
+            "abs (native)": (torch.uint64, lambda t: t.abs()),
+            "sum (native)": (torch.float8_e4m3fn, lambda t: t.sum()),
+            "cumsum (fallback)": (torch.complex32, lambda t: t.cumsum(0)),
+            "prod with dtype= (fallback)": (torch.int32, lambda t: torch.prod(t, dtype=torch.uint64)),
+            "conversion (copy)": (torch.bits16, lambda t: t.to(torch.float32)),
+            "fill_ (fill)": (torch.bits8, lambda t: t.fill_(1)),
+        }
+        for name, (dtype, operation) in cases.items():
+            with self.subTest(name):
+                cpu = torch.ones(3, dtype=dtype) if dtype.is_floating_point or dtype.is_complex or dtype in (
+                    torch.uint16, torch.uint64, torch.int32) else torch.empty(3, dtype=dtype)
+                with self.assertRaisesRegex(NotImplementedError, "not implemented for") as on_cpu:
+                    operation(cpu)
+                # the kernel's name may differ (fill_ converts the value on the host first): the dtype may not
+                missing_for = re.search(r"not implemented for '\w+'", str(on_cpu.exception)).group(0)
+                with self.assertRaisesRegex(NotImplementedError, missing_for):
+                    operation(cpu.to(device))
+                torch.mydev.synchronize()  # nothing left to report
+        # zero_ has kernels for every dtype, the bit types included, as on the CPU
+        for dtype in (torch.bits8, torch.bits16, torch.float4_e2m1fn_x2, torch.int4):
+            zeros = torch.zeros(2, 3, dtype=dtype, device=device)
+            self.assertEqual(zeros.cpu().view(torch.uint8 if dtype.itemsize == 1 else torch.int16),
+                             torch.zeros(2, 3, dtype=torch.uint8 if dtype.itemsize == 1 else torch.int16))
         # the kernels the CPU has give the CPU's values
         for dtype in (torch.uint16, torch.uint32, torch.uint64):
             cpu = torch.arange(5, dtype=torch.int64).to(dtype)

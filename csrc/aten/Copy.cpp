@@ -7,6 +7,7 @@
 // else synchronizes the stream.
 #include "DeviceTensorRef.h"
 #include "KernelLaunch.h"
+#include "LimitedDtypes.h"
 
 #include "../core/Device.h"
 #include "../core/Event.h"
@@ -35,6 +36,9 @@ void copyKernel(const at::Tensor& dst, const at::Tensor& src, const MydevStream&
     KernelMemory memory;
     memory.map(dst_ref).copy_(memory.map(src_ref));
   });
+  if (hasLimitedDtype(dst) || hasLimitedDtype(src)) {
+    stream.synchronize();  // a conversion the CPU lacks raises at this call (LimitedDtypes.h)
+  }
 }
 
 at::Tensor emptyDeviceLike(const at::Tensor& dst, c10::DeviceIndex device) {

@@ -466,11 +466,16 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   }
   for (size_t r = 0; r < num_returns; ++r) {
     bool strided = true;
+    bool limited = false;
     forEachTensor(meta_stack[r], [&](const at::Tensor& meta) {
       strided = strided && (!meta.defined() || meta.layout() == c10::kStrided);
+      limited = limited || hasLimitedDtype(meta);
     });
     if (!strided) {
       return false;  // a sparse result: its member sizes depend on the data
+    }
+    if (limited) {
+      return false;  // a dtype= argument asked for a dtype the CPU kernel may lack
     }
   }
   meta_warnings.issue();

@@ -1,7 +1,8 @@
-// fill_ and zero_: the value is converted on the host first, so an
+// fill_ and zero_. fill_ converts its value on the host first, so an
 // out-of-range value raises at the call like on CPU, not later on the stream.
 #include "DeviceTensorRef.h"
 #include "KernelLaunch.h"
+#include "LimitedDtypes.h"
 
 #include "../core/Stream.h"
 
@@ -12,12 +13,20 @@ namespace torch_mydev {
 
 namespace {
 
+// A dtype the CPU has few kernels for may lack the fill kernel: raise at the call.
+void finishLimitedDtypeFill(const at::Tensor& self, const MydevStream& stream) {
+  if (hasLimitedDtype(self)) {
+    stream.synchronize();
+  }
+}
+
 at::Tensor& fillWithHostValue(at::Tensor& self, const at::Tensor& value) {
-  launchKernel("aten::fill_", getCurrentMydevStream(self.device().index()),
-               [self_ref = describe(self), value] {
-                 KernelMemory memory;
-                 memory.map(self_ref).fill_(value);
-               });
+  const MydevStream stream = getCurrentMydevStream(self.device().index());
+  launchKernel("aten::fill_", stream, [self_ref = describe(self), value] {
+    KernelMemory memory;
+    memory.map(self_ref).fill_(value);
+  });
+  finishLimitedDtypeFill(self, stream);
   return self;
 }
 
@@ -41,15 +50,27 @@ at::Tensor& fillTensor(at::Tensor& self, const at::Tensor& value) {
   if (self.numel() == 0) {
     return self;
   }
-  launchKernel("aten::fill_", getCurrentMydevStream(self.device().index()),
-               [self_ref = describe(self), value_ref = describe(value)] {
-                 KernelMemory memory;
-                 memory.map(self_ref).fill_(memory.map(value_ref));
-               });
+  const MydevStream stream = getCurrentMydevStream(self.device().index());
+  launchKernel("aten::fill_", stream, [self_ref = describe(self), value_ref = describe(value)] {
+    KernelMemory memory;
+    memory.map(self_ref).fill_(memory.map(value_ref));
+  });
+  finishLimitedDtypeFill(self, stream);
   return self;
 }
 
-at::Tensor& zero(at::Tensor& self) { return fillScalar(self, 0); }
+// ATen's CPU zero_, which also clears the dtypes that have no fill kernel (bit
+// types, float4, sub-byte integers): torch.zeros works for them as on the CPU.
+at::Tensor& zero(at::Tensor& self) {
+  if (self.numel() == 0) {
+    return self;
+  }
+  launchKernel("aten::zero_", getCurrentMydevStream(self.device().index()), [self_ref = describe(self)] {
+    KernelMemory memory;
+    memory.map(self_ref).zero_();
+  });
+  return self;
+}
 
 }  // namespace
 

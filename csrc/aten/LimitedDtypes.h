@@ -1,6 +1,6 @@
 // Dtypes that ATen's CPU kernels support only in part: the unsigned types
-// wider than a byte, the float8 and float4 types, complex32 and the bit types
-// have kernels for copies, comparisons and a few arithmetic operators, and no
+// wider than a byte, the sub-byte integers, the float8 and float4 types,
+// complex32 and the bit types have kernels for copies, comparisons and a few arithmetic operators, and no
 // kernel for most others. Where the CPU kernel is missing, the CPU raises at
 // the call and so does CUDA (its dtype dispatch runs on the host). A kernel
 // queued on a mydev stream would raise only at the next synchronization,
@@ -14,10 +14,10 @@
 namespace torch_mydev {
 
 inline bool isLimitedDtype(c10::ScalarType dtype) {
-  // Past BFloat16 the enumeration holds these types (bits, float8, UInt16 and
-  // wider, the sub-byte integers, float4) and two quantized ones, which a
-  // mydev tensor cannot have.
-  return dtype == c10::ScalarType::ComplexHalf || dtype > c10::ScalarType::BFloat16;
+  using c10::ScalarType;
+  return dtype == ScalarType::ComplexHalf || c10::isFloat8Type(dtype) || dtype == ScalarType::Float4_e2m1fn_x2 ||
+      c10::isBitsType(dtype) || c10::isBarebonesUnsignedType(dtype) ||
+      (dtype >= ScalarType::Int1 && dtype <= ScalarType::Int7);
 }
 
 inline bool hasLimitedDtype(const at::Tensor& tensor) {

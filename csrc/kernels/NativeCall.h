@@ -30,52 +30,51 @@ namespace torch_mydev::native {
 
 namespace detail {
 
-inline void addDevice(OperatorDevice& device, const at::Tensor& tensor) { device.add(tensor); }
+// Visits every tensor an argument holds, with whether a CPU tensor is accepted
+// there whatever its size (index lists, Tensor?[] in schemas, may hold CPU
+// tensors, as on CUDA).
+template <typename Visit>
+void forEachTensorIn(const at::Tensor& tensor, Visit&& visit) {
+  visit(tensor, false);
+}
 
-inline void addDevice(OperatorDevice& device, const std::optional<at::Tensor>& tensor) {
+template <typename Visit>
+void forEachTensorIn(const std::optional<at::Tensor>& tensor, Visit&& visit) {
   if (tensor.has_value()) {
-    device.add(*tensor);
+    visit(*tensor, false);
   }
 }
 
-inline void addDevice(OperatorDevice& device, at::TensorList tensors) {
+template <typename Visit>
+void forEachTensorIn(at::TensorList tensors, Visit&& visit) {
   for (const at::Tensor& tensor : tensors) {
-    device.add(tensor);
+    visit(tensor, false);
   }
 }
 
-inline void addDevice(OperatorDevice& device, const at::ITensorListRef& tensors) {
+template <typename Visit>
+void forEachTensorIn(const std::vector<at::Tensor>& tensors, Visit&& visit) {
+  forEachTensorIn(at::TensorList(tensors), visit);
+}
+
+template <typename Visit>
+void forEachTensorIn(const at::ITensorListRef& tensors, Visit&& visit) {
   for (const at::Tensor& tensor : tensors) {
-    device.add(tensor);
+    visit(tensor, false);
   }
 }
 
-// Index lists may hold CPU tensors (as on CUDA).
-inline void addDevice(OperatorDevice& device, const c10::List<std::optional<at::Tensor>>& tensors) {
+template <typename Visit>
+void forEachTensorIn(const c10::List<std::optional<at::Tensor>>& tensors, Visit&& visit) {
   for (const std::optional<at::Tensor>& tensor : tensors) {
     if (tensor.has_value()) {
-      device.add(*tensor, /*accepts_host_tensor=*/true);
+      visit(*tensor, true);
     }
   }
 }
 
-template <typename T>
-void addDevice(OperatorDevice&, const T&) {}
-
-inline bool hasLimitedDtypeIn(const at::Tensor& tensor) { return hasLimitedDtype(tensor); }
-
-inline bool hasLimitedDtypeIn(const std::optional<at::Tensor>& tensor) {
-  return tensor.has_value() && hasLimitedDtype(*tensor);
-}
-
-inline bool hasLimitedDtypeIn(at::TensorList tensors) {
-  return std::any_of(tensors.begin(), tensors.end(), [](const at::Tensor& t) { return hasLimitedDtype(t); });
-}
-
-template <typename T>
-bool hasLimitedDtypeIn(const T&) {
-  return false;
-}
+template <typename T, typename Visit>
+void forEachTensorIn(const T&, Visit&&) {}
 
 }  // namespace detail
 
@@ -113,7 +112,10 @@ class NativeCall {
     issueHostWarnings();
     // Every argument is captured once, in place, into the kernel's storage.
     launchKernelBuiltBy(name_, stream_, [&] { return Kernel{body, Captured(args...), host_warnings_.messages()}; });
-    if ((detail::hasLimitedDtypeIn(args) || ...)) {
+    bool limited = false;
+    (detail::forEachTensorIn(args, [&](const at::Tensor& tensor, bool) { limited = limited || hasLimitedDtype(tensor); }),
+     ...);
+    if (limited) {
       stream_.synchronize();  // a CPU kernel missing for the dtype raises at this call (LimitedDtypes.h)
     }
   }
@@ -123,7 +125,10 @@ class NativeCall {
   static c10::DeviceIndex resolveDeviceOf(const char* name, const Args&... args) {
     reissueKernelWarnings();
     OperatorDevice device;
-    (detail::addDevice(device, args), ...);
+    (detail::forEachTensorIn(args, [&](const at::Tensor& tensor, bool accepts_host_tensor) {
+       device.add(tensor, accepts_host_tensor);
+     }),
+     ...);
     return device.resolve(name);
   }
 
