@@ -294,11 +294,43 @@ class TestConformanceOptions(TestCase):
         self.assertIn("nothing to run: no op or module of --ops 'add' in the dtypes of --dtypes 'float8_e4m3fn'",
                       process.stderr)
 
-    def test_injected_faults_select_by_the_names_ops_selects_by(self):
-        from torch_mydev.conformance.__main__ import names_of
+    def test_injected_faults_select_what_ops_and_modules_select(self):
+        from torch_mydev.conformance.__main__ import parse_args, request_for
 
-        self.assertIn("round", names_of({"kind": "op", "name": "round.decimals_3"}))
-        self.assertEqual(names_of({"kind": "module", "name": "nn.Linear"}), ("nn.Linear",))
+        _, args = parse_args(["--inject-crash", "round", "--inject-hang", "Linear"])
+        item = {"kind": "op", "name": "round.decimals_3", "dtype": "float32"}
+        self.assertEqual(request_for(item, args)["fault"], "crash")
+        self.assertEqual(request_for({**item, "name": "abs"}, args)["fault"], None)
+        self.assertEqual(request_for({"kind": "module", "name": "nn.Linear", "dtype": "float32"}, args)["fault"], "hang")
+
+    def test_fail_under_gates_every_part_on_exact_counts(self):
+        from torch_mydev.conformance.__main__ import parts_below
+
+        def pairs(passing, skipped=0, failing=0):
+            return {"pass": passing, "skipped": skipped, "pairs": passing + skipped + failing}
+
+        options = {"goldens_only": False, "upstream_only": False}
+        sweep_only = {"options": options, "summary": pairs(99, skipped=5, failing=1)}
+        self.assertEqual(parts_below(sweep_only, 99), [])
+        self.assertEqual(parts_below(sweep_only, 99.5), ["pairs with a CPU reference: 99 of 100 pass (99.00%)"])
+        # a rate rounded to two decimals would read 100.0 here
+        large = {"options": options, "summary": pairs(20_000, failing=1)}
+        self.assertEqual(len(parts_below(large, 100)), 1)
+        with_goldens = {
+            **sweep_only,
+            "goldens": {"metadata": {"device_name": "NVIDIA H100"}, "summary": pairs(1, failing=1)},
+        }
+        self.assertEqual(parts_below(with_goldens, 90), ["goldens from NVIDIA H100: 1 of 2 pass (50.00%)"])
+        nothing_compared = {"options": options, "summary": pairs(0, skipped=3)}
+        self.assertEqual(parts_below(nothing_compared, 0), ["pairs with a CPU reference: nothing was compared"])
+        upstream_only = {
+            "options": {"goldens_only": False, "upstream_only": True},
+            "summary": pairs(0),
+            "upstream": {"summary": {"tests": 10, "pass": 7, "expected_failure": 1, "skipped": 1,
+                                     "fails_on_cpu_too": 0}},
+        }
+        self.assertEqual(parts_below(upstream_only, 80), [])
+        self.assertEqual(parts_below(upstream_only, 90), ["upstream tests: 8 of 9 pass (88.89%)"])
 
 
 class TestConformanceBuildingBlocks(TestCase):

@@ -14,14 +14,14 @@ import torch
 from .environment import describe_environment
 from .goldens import load_goldens
 from .isolation import IsolatedRunner
-from .plan import SelectionError, plan_goldens, plan_modules, plan_ops
+from .plan import SelectionError, module_names, plan_goldens, plan_modules, plan_ops
 from .outcome import STATUSES
 from .progress import Progress, UpstreamProgress
 from .report_html import write_html
 from .report_json import build_report, write_json
-from .catalog import ops_by_name
+from .catalog import modules_by_name, ops_by_name
 from .selection import matches, op_names, parse_dtypes, parse_patterns
-from .upstream_tests import STATUSES as UPSTREAM_STATUSES, find_test_files, run_upstream_tests
+from .upstream_tests import STATUSES as UPSTREAM_STATUSES, find_test_files, passing_and_counted, run_upstream_tests
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_INTERRUPTED = 130
@@ -108,8 +108,10 @@ def plan(args):
 
 
 def names_of(item):
-    """The names --ops matches an item by, so that --inject-crash NAME selects what --ops NAME does."""
-    op = ops_by_name().get(item["name"]) if item["kind"] != "module" else None
+    """The names --ops or --modules match an item by, so that --inject-crash NAME selects what they select."""
+    if item["kind"] == "module":
+        return module_names(modules_by_name()[item["name"]])
+    op = ops_by_name().get(item["name"])
     return op_names(op) if op is not None else (item["name"],)
 
 
@@ -173,8 +175,9 @@ def main(argv=None):
     except (SelectionError, ValueError, OSError) as error:
         parser.error(str(error))
     if not items and not args.upstream_tests:
-        what = "goldens entry" if args.goldens_only else "op or module"
-        parser.error(f"nothing to run: no {what} of --ops {args.ops!r} in the dtypes of --dtypes {args.dtypes!r}")
+        if args.goldens_only:
+            parser.error(f"nothing to run: the goldens file has no entry for --ops {args.ops!r}")
+        parser.error(f"nothing to run: no op or module of --ops {args.ops!r} in the dtypes of --dtypes {args.dtypes!r}")
     device = torch.device(torch._C._get_privateuse1_backend_name())
     os.makedirs(args.output, exist_ok=True)
     environment = describe_environment(device)
@@ -209,11 +212,7 @@ def main(argv=None):
     if not complete:
         return EXIT_INTERRUPTED
     if args.fail_under is not None:
-        below = [
-            f"{what}: {'nothing was compared' if rate is None else f'{rate}%'}"
-            for what, rate in gated_rates(report)
-            if rate is None or rate < args.fail_under
-        ]
+        below = parts_below(report, args.fail_under)
         if below:
             print(f"below --fail-under {args.fail_under}% (pass rate of the non-skipped): {'; '.join(below)}",
                   file=sys.stderr)
@@ -234,12 +233,20 @@ def pair_sections(report):
     return sections
 
 
-def gated_rates(report):
-    """Every part of the run --fail-under applies to, with its pass rate over the non-skipped (None: none counted)."""
-    rates = [(title, summary["pass_rate_non_skipped"]) for title, summary in pair_sections(report)]
+def parts_below(report, fail_under):
+    """The parts of the run --fail-under rejects, described. Compared on counts: a rate rounded to two decimals
+    would read 100 % with one failure in 20,001."""
+    parts = [(title, summary["pass"], summary["pairs"] - summary["skipped"]) for title, summary in pair_sections(report)]
     if "upstream" in report:
-        rates.append(("upstream tests", report["upstream"]["summary"]["pass_rate_non_skipped"]))
-    return rates
+        summary = report["upstream"]["summary"]
+        parts.append(("upstream tests", *passing_and_counted(summary, summary["tests"])))
+    below = []
+    for title, passing, counted in parts:
+        if counted == 0:
+            below.append(f"{title}: nothing was compared")
+        elif 100 * passing < fail_under * counted:
+            below.append(f"{title}: {passing} of {counted} pass ({100 * passing / counted:.2f}%)")
+    return below
 
 
 def print_summary(report, output):

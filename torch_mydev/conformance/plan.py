@@ -16,11 +16,11 @@ def plan_ops(patterns, dtypes):
 
 def plan_modules(patterns, dtypes):
     modules = list(modules_by_name().values())
-    names = [_module_names(module_info) for module_info in modules]
+    names = [module_names(module_info) for module_info in modules]
     _check_patterns("--modules", "ModuleInfo", names, patterns)
     items = []
-    for module_info, module_names in zip(modules, names):
-        if not matches(module_names, patterns):
+    for module_info, aliases in zip(modules, names):
+        if not matches(aliases, patterns):
             continue
         declared = set(module_info.supported_dtypes("cpu"))
         wanted = declared if dtypes is None else [dtype for dtype in dtypes if dtype in declared]
@@ -41,7 +41,7 @@ def plan_goldens(goldens, patterns):
     return items
 
 
-def _module_names(module_info):
+def module_names(module_info):
     # "nn.Linear", and "Linear" for convenience.
     return (module_info.name, module_info.module_cls.__name__)
 

@@ -154,9 +154,14 @@ def cpu_twin(device_test):
     return f"{path}::{test_class[: -len('PRIVATEUSE1')]}CPU::{head}_cpu{tail}"
 
 
-def _rate(counts, tests):
+def passing_and_counted(counts, tests):
+    """The tests that pass, of those the pass rate counts (not skipped, not failing on the CPU too)."""
     passing = sum(counts[status] for status in PASSING)
-    counted = tests - sum(counts[status] for status in NOT_COUNTED)
+    return passing, tests - sum(counts[status] for status in NOT_COUNTED)
+
+
+def _rate(counts, tests):
+    passing, counted = passing_and_counted(counts, tests)
     return round(100.0 * passing / counted, 2) if counted else None
 
 
