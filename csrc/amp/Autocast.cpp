@@ -8,10 +8,9 @@
 // to the next key unchanged. ATen keeps the policy lists in
 // ATen/autocast_mode.h so that backends share them instead of copying them.
 //
-// Without a fallthrough for the key, an operator without an autocast kernel
-// could not run at all inside an autocast region, which also breaks
-// torch.utils.checkpoint: it re-enters the recorded autocast state of the
-// device on recomputation, enabled or not.
+// PyTorch registers the fallthrough for its own devices' autocast keys only;
+// without ours, no operator lacking an autocast kernel could run inside a
+// mydev autocast region.
 #include <ATen/autocast_mode.h>
 #include <torch/library.h>
 
@@ -26,6 +25,8 @@ using at::Scalar;
 using at::ScalarType;
 using at::Tensor;
 
+// ATen's own refusal (binary_cross_entropy_banned) is file-local to its
+// autocast_mode.cpp, so backends write theirs.
 Tensor binaryCrossEntropyRefused(const Tensor&, const Tensor&, const std::optional<Tensor>&, int64_t) {
   TORCH_CHECK(
       false,
