@@ -137,6 +137,59 @@ class TestCopies(TestCase):
         self.assertEqual(transposed_on_one.cpu(), host.t().double())
 
 
+    def test_overlapping_copies_are_refused_at_the_call_as_on_the_cpu(self):
+        for device in ("cpu", "mydev"):
+            x = torch.arange(6.0, device=device)
+            with self.assertRaisesRegex(RuntimeError, "some elements of the input tensor and the written-to tensor"):
+                x[1:].copy_(x[:-1])
+            with self.assertRaisesRegex(RuntimeError, "some elements of the input tensor and the written-to tensor"):
+                x.view(2, 3).t().copy_(x.view(3, 2))
+            with self.assertRaisesRegex(RuntimeError, "more than one element of the written-to tensor"):
+                x[:1].expand(3).copy_(torch.ones(3, device=device))
+            self.assertEqual(x.cpu(), torch.arange(6.0))
+        torch.mydev.synchronize()
+        y = torch.arange(6.0, device="mydev")
+        y.copy_(y)  # the same tensor: nothing to do, as on the CPU
+        y[:3].copy_(y[3:])
+        self.assertEqual(y.cpu(), torch.tensor([3.0, 4.0, 5.0, 3.0, 4.0, 5.0]))
+
+
+class TestShallowCopy(TestCase):
+    """tensor.data = other across the CPU and mydev, which Module.to() relies on."""
+
+    def test_data_assignment_across_devices(self):
+        host = torch.zeros(3)
+        host.data = torch.ones(3, device="mydev")
+        self.assertEqual(host.device, torch.device("mydev:0"))
+        self.assertEqual(host.cpu(), torch.ones(3))
+        on_device = torch.zeros(2, device="mydev")
+        on_device.data = torch.full((4,), 2.0)
+        self.assertEqual(on_device.device, torch.device("cpu"))
+        self.assertEqual(on_device, torch.full((4,), 2.0))
+        self.assertFalse(torch._has_compatible_shallow_copy_type(torch.zeros(1, device="mydev"),
+                                                                 torch.zeros(1).to_sparse()))
+
+    def test_module_to_keeps_parameters_and_ties(self):
+        model = torch.nn.Module()
+        model.encoder = torch.nn.Embedding(5, 3)
+        model.decoder = torch.nn.Linear(3, 5, bias=False)
+        model.decoder.weight = model.encoder.weight  # tied, as in GPT-2
+        weight = model.encoder.weight
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        model.to("mydev")
+        self.assertIs(model.encoder.weight, weight)
+        self.assertIs(model.decoder.weight, weight)
+        self.assertEqual(weight.device, torch.device("mydev:0"))
+        before = weight.detach().cpu()
+        tokens = torch.tensor([[1, 2, 3]], device="mydev")
+        model.decoder(model.encoder(tokens)).sum().backward()
+        optimizer.step()  # built before the move: still updates the model's (only) weight
+        self.assertNotEqual(model.encoder.weight.detach().cpu(), before)
+        self.assertIs(model.cpu().encoder.weight, weight)
+        self.assertEqual(weight.device, torch.device("cpu"))
+        self.assertEqual(weight.grad.device, torch.device("cpu"))
+
+
 class TestViewsAndStorage(TestCase):
     def test_views_share_device_memory(self):
         base = torch.zeros(4, 6, device="mydev")

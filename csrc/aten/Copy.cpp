@@ -14,6 +14,7 @@
 #include "../core/HostAllocator.h"
 #include "../core/Stream.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
@@ -147,6 +148,14 @@ at::Tensor& copyInto(at::Tensor& self, const at::Tensor& src, bool non_blocking)
   }
   // Shape errors must raise here, not later inside the copy kernel.
   static_cast<void>(src.expand(self.sizes()));
+  // The CPU's copy_ (a TensorIterator) refuses overlapping memory that a
+  // memcpy on the stream would silently smear: x[1:].copy_(x[:-1]).
+  if (isMydev(self)) {
+    at::assert_no_internal_overlap(self);
+    if (isMydev(src)) {
+      at::assert_no_partial_overlap(self, src);
+    }
+  }
   copyFrom(src, self, non_blocking);
   return self;
 }
