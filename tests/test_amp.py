@@ -123,6 +123,19 @@ class TestCheckpoint(TestCase):
         for use_reentrant in (False, True):
             self.assertEqual(gradients["mydev", use_reentrant], gradients["cpu", use_reentrant])
 
+    def test_checkpoint_recomputes_dropout_with_the_same_mask(self):
+        # checkpoint saves and restores the device's RNG state (it asks torch.mydev._initialized first)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1)).to("mydev")
+        inputs = torch.randn(16, 4, device="mydev", requires_grad=True)
+        torch.mydev.manual_seed(1)
+        model(inputs).sum().backward()
+        expected = inputs.grad.cpu()
+        for use_reentrant in (False, True):
+            inputs.grad = None
+            torch.mydev.manual_seed(1)
+            checkpoint(model, inputs, use_reentrant=use_reentrant).sum().backward()
+            self.assertEqual(inputs.grad.cpu(), expected, atol=0, rtol=0)
+
     def test_checkpoint_inside_autocast(self):
         model = torch.nn.Linear(8, 8).to("mydev")
         inputs = torch.randn(4, 8, device="mydev", requires_grad=True)

@@ -116,3 +116,12 @@ __all__ = [
     "StreamContext",
     "synchronize",
 ]
+
+
+def __getattr__(name):
+    # torch.utils.checkpoint reads the device module's `_initialized` (torch.cuda's
+    # lazy-init flag) to decide whether to save and restore the device's RNG state
+    # around recomputation; without it, a recomputed dropout drew a new mask.
+    if name == "_initialized":
+        return is_initialized()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
