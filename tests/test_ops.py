@@ -530,6 +530,20 @@ class TestMydevOps(TestCase):
             torch.mydev.synchronize()
         self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
 
+    def test_max_and_min_of_no_element_raise_at_the_call(self, device):
+        for reduction in (torch.max, torch.min):
+            with self.assertRaisesRegex(RuntimeError, r"Expected reduction dim to be specified for input.numel\(\) == 0"):
+                reduction(torch.empty(0, 3, device=device))
+        torch.mydev.synchronize()  # nothing left to report
+        self.assertEqual(torch.tensor([[2.0, -1.0]], device=device).max().item(), 2.0)
+
+    def test_kaiser_window_fills_through_the_stub_slot(self, device):
+        # ATen's composite calls kaiser_window_stub directly on the device tensor
+        for args in ((7,), (8, False, 5.0)):
+            for dtype in (torch.float32, torch.float64):
+                self.assertEqual(torch.kaiser_window(*args, device=device, dtype=dtype).cpu(),
+                                 torch.kaiser_window(*args, dtype=dtype), atol=0, rtol=0)
+
     def test_dtypes_with_few_cpu_kernels_raise_at_the_call(self, device):
         # For uint16/32/64, float8 and complex32 the CPU has only some kernels:
         # a missing one raises at the call on the CPU and on CUDA, and so on mydev.

@@ -189,6 +189,14 @@ bool metaCannotStandInForCpu(const c10::OperatorName& name) {
   return names.count(name.name) > 0;
 }
 
+// max() and min() over no element: the CPU kernel refuses, while their Meta
+// kernel returns a 0-dim result, so the error would arrive late, on the stream.
+bool reducesNoElementToOne(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
+  const c10::OperatorName& name = schema.operator_name();
+  return (name.name == "aten::max" || name.name == "aten::min") && name.overload_name.empty() &&
+      args[0].isTensor() && args[0].toTensor().numel() == 0;
+}
+
 bool runsSynchronously(const c10::FunctionSchema& schema) {
   if (metaCannotStandInForCpu(schema.operator_name())) {
     return true;
@@ -806,7 +814,7 @@ void runCpuKernelOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stac
   // Sparse arguments have no Meta mirrors, and their members' sizes follow the
   // data; a CPU kernel missing for a limited dtype must raise at the call.
   if (hasSparseArgument(args) || hasArgumentOfLimitedDtype(args) || runsSynchronously(schema) ||
-      !tryAsynchronously(op, stack, device, stream)) {
+      reducesNoElementToOne(schema, args) || !tryAsynchronously(op, stack, device, stream)) {
     runSynchronously(op, stack, device, stream);
   }
 }
