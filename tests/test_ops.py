@@ -530,6 +530,24 @@ class TestMydevOps(TestCase):
             torch.mydev.synchronize()
         self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
 
+    def test_where_result_follows_the_inputs_layout_as_on_the_cpu(self, device):
+        generator = torch.Generator().manual_seed(0)
+        permuted = torch.randn(2, 3, 4, generator=generator).permute(2, 0, 1)
+        channels_last = torch.randn(2, 3, 4, 5, generator=generator).to(memory_format=torch.channels_last)
+        other = torch.randn(4, 2, 3, generator=generator)
+        cases = [
+            lambda a, c, o: torch.where(a > 0, a, 0.0),
+            lambda a, c, o: torch.where(c > 0, c, -c),
+            lambda a, c, o: torch.where(a > 0, a, o),
+            lambda a, c, o: torch.where(torch.tensor(True), a, 1),  # a CPU 0-dim condition
+            lambda a, c, o: torch.where(o > 0, o.long(), 2.5),  # type promotion
+        ]
+        for case in cases:
+            expected = case(permuted, channels_last, other)
+            actual = case(permuted.to(device), channels_last.to(device), other.to(device))
+            self.assertEqual(actual.stride(), expected.stride())
+            self.assertEqual(actual.cpu(), expected, atol=0, rtol=0)
+
     def test_max_and_min_of_no_element_raise_at_the_call(self, device):
         for reduction in (torch.max, torch.min):
             with self.assertRaisesRegex(RuntimeError, r"Expected reduction dim to be specified for input.numel\(\) == 0"):

@@ -8,6 +8,7 @@
 #include <ATen/CPUFunctions.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/clamp_min.h>
@@ -50,12 +51,24 @@ Tensor& whereOut(const Tensor& condition, const Tensor& self, const Tensor& othe
   return out;
 }
 
+// The CPU's where allocates its result through a TensorIterator, whose output
+// strides follow the inputs' layout (a permuted or channels_last input gives a
+// permuted or channels_last result). The same iterator, built over the device
+// tensors, gives the device result that geometry; it computes nothing.
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
   NativeCall call("aten::where.self", condition, self, other);
-  Tensor out = at::empty(whereShape(condition, self, other),
-                         self.options()
-                             .dtype(at::native::result_type(self, other))
-                             .device(c10::Device(c10::DeviceType::PrivateUse1, call.device())));
+  Tensor allocated_by_the_iterator;
+  Tensor out = at::TensorIteratorConfig()
+                   .check_all_same_dtype(false)
+                   .check_all_same_device(false)
+                   .declare_static_dtype_and_device(at::native::result_type(self, other),
+                                                    c10::Device(c10::DeviceType::PrivateUse1, call.device()))
+                   .add_output(allocated_by_the_iterator)
+                   .add_const_input(condition)
+                   .add_const_input(self)
+                   .add_const_input(other)
+                   .build()
+                   .output();
   queueWhere(call, condition, self, other, out);
   return out;
 }
