@@ -88,6 +88,15 @@ class TestMydevRandom(TestCase):
         self.assertEqual(before.cpu(), torch.rand(500, generator=torch.Generator().manual_seed(1)))
         self.assertEqual(after.cpu(), torch.rand(500, generator=torch.Generator().manual_seed(2)))
 
+    def test_default_generators_are_the_ones_random_operators_use(self, device):
+        generators = torch.mydev.default_generators
+        self.assertEqual([g.device for g in generators], [torch.device("mydev", i) for i in range(2)])
+        generators[1].manual_seed(5)
+        with torch.mydev.device(1):
+            drawn = torch.rand(4, device="mydev")
+        self.assertEqual(drawn.cpu(), torch.rand(4, generator=torch.Generator().manual_seed(5)))
+        self.assertEqual(generators[1].initial_seed(), 5)
+
     def test_user_generators_are_independent_of_the_default_one(self, device):
         torch.mydev.manual_seed(0)
         default_state = torch.mydev.get_rng_state()

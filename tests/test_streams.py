@@ -18,6 +18,7 @@ class TestStreamApi(TestCase):
         self.assertEqual(torch.mydev.default_stream().stream_id, 0)
         self.assertEqual(torch.mydev.current_stream(), torch.mydev.default_stream())
         self.assertEqual(torch.mydev.Stream(device=1).device, torch.device("mydev:1"))
+        self.assertFalse(torch.mydev.is_current_stream_capturing())  # mydev has no graph capture
 
     def test_stream_context_switches_the_current_stream(self):
         side = torch.mydev.Stream()

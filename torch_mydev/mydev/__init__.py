@@ -42,6 +42,7 @@ from torch_mydev.mydev.memory import (
     set_per_process_memory_fraction,
 )
 from torch_mydev.mydev.random import (
+    _default_generator,
     get_rng_state,
     get_rng_state_all,
     initial_seed,
@@ -58,6 +59,7 @@ from torch_mydev.mydev.streams import (
     StreamContext,
     current_stream,
     default_stream,
+    is_current_stream_capturing,
     set_stream,
     stream,
 )
@@ -72,6 +74,7 @@ __all__ = [
     "device_count",
     "device_of",
     "empty_cache",
+    "is_current_stream_capturing",
     "Event",
     "get_amp_supported_dtype",
     "get_device_capability",
@@ -124,4 +127,7 @@ def __getattr__(name):
     # around recomputation; without it, a recomputed dropout drew a new mask.
     if name == "_initialized":
         return is_initialized()
+    # torch.cuda.default_generators: each device's default generator, in device order.
+    if name == "default_generators":
+        return tuple(_default_generator(index) for index in range(device_count()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

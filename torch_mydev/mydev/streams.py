@@ -99,3 +99,8 @@ class StreamContext:
 def stream(stream):
     """``with torch.mydev.stream(s):`` runs the block's work on ``s``."""
     return StreamContext(stream)
+
+
+def is_current_stream_capturing():
+    """Whether the current stream is capturing a graph, as torch.cuda asks: never, mydev has no graph capture."""
+    return False
