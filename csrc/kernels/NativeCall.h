@@ -19,7 +19,6 @@
 #include "../core/KernelWarnings.h"
 #include "../core/Stream.h"
 
-#include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <type_traits>

@@ -11,6 +11,7 @@ import time
 
 import torch
 
+from .catalog import modules_by_name, ops_by_name
 from .environment import describe_environment
 from .goldens import load_goldens
 from .isolation import IsolatedRunner
@@ -19,7 +20,6 @@ from .outcome import STATUSES
 from .progress import Progress, UpstreamProgress
 from .report_html import write_html
 from .report_json import build_report, write_json
-from .catalog import modules_by_name, ops_by_name
 from .selection import matches, op_names, parse_dtypes, parse_patterns
 from .upstream_tests import STATUSES as UPSTREAM_STATUSES, find_test_files, passing_and_counted, run_upstream_tests
 
