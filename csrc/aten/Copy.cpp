@@ -33,13 +33,13 @@ bool bytewiseCopyable(const at::Tensor& dst, const at::Tensor& src) {
 }
 
 void copyKernel(const at::Tensor& dst, const at::Tensor& src, const MydevStream& stream) {
-  launchKernel("aten::copy_", stream, [dst_ref = describe(dst), src_ref = describe(src)] {
-    KernelMemory memory;
-    memory.map(dst_ref).copy_(memory.map(src_ref));
-  });
-  if (hasLimitedDtype(dst) || hasLimitedDtype(src)) {
-    stream.synchronize();  // a conversion the CPU lacks raises at this call (LimitedDtypes.h)
-  }
+  launchKernel(
+      "aten::copy_", stream,
+      [dst_ref = describe(dst), src_ref = describe(src)] {
+        KernelMemory memory;
+        memory.map(dst_ref).copy_(memory.map(src_ref));
+      },
+      /*wait=*/hasLimitedDtype(dst) || hasLimitedDtype(src));
 }
 
 at::Tensor emptyDeviceLike(const at::Tensor& dst, c10::DeviceIndex device) {

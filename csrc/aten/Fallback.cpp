@@ -85,22 +85,22 @@ void forEachStridedTensor(const c10::IValue& value, F&& visit) {
   });
 }
 
-bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
-  bool sparse = false;
+template <typename Predicate>
+bool anyArgumentTensor(c10::ArrayRef<c10::IValue> args, Predicate&& predicate) {
+  bool found = false;
   for (const c10::IValue& value : args) {
-    forEachTensor(value, [&](const at::Tensor& tensor) {
-      sparse = sparse || (tensor.defined() && isSparseLayout(tensor.layout()));
-    });
+    forEachTensor(value, [&](const at::Tensor& tensor) { found = found || predicate(tensor); });
   }
-  return sparse;
+  return found;
+}
+
+bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
+  return anyArgumentTensor(
+      args, [](const at::Tensor& tensor) { return tensor.defined() && isSparseLayout(tensor.layout()); });
 }
 
 bool hasArgumentOfLimitedDtype(c10::ArrayRef<c10::IValue> args) {
-  bool limited = false;
-  for (const c10::IValue& value : args) {
-    forEachTensor(value, [&](const at::Tensor& tensor) { limited = limited || hasLimitedDtype(tensor); });
-  }
-  return limited;
+  return anyArgumentTensor(args, [](const at::Tensor& tensor) { return hasLimitedDtype(tensor); });
 }
 
 bool isOptionalTensorList(const c10::TypePtr& type) {

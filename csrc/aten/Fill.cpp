@@ -13,20 +13,14 @@ namespace torch_mydev {
 
 namespace {
 
-// A dtype the CPU has few kernels for may lack the fill kernel: raise at the call.
-void finishLimitedDtypeFill(const at::Tensor& self, const MydevStream& stream) {
-  if (hasLimitedDtype(self)) {
-    stream.synchronize();
-  }
-}
-
 at::Tensor& fillWithHostValue(at::Tensor& self, const at::Tensor& value) {
-  const MydevStream stream = getCurrentMydevStream(self.device().index());
-  launchKernel("aten::fill_", stream, [self_ref = describe(self), value] {
-    KernelMemory memory;
-    memory.map(self_ref).fill_(value);
-  });
-  finishLimitedDtypeFill(self, stream);
+  launchKernel(
+      "aten::fill_", getCurrentMydevStream(self.device().index()),
+      [self_ref = describe(self), value] {
+        KernelMemory memory;
+        memory.map(self_ref).fill_(value);
+      },
+      /*wait=*/hasLimitedDtype(self));
   return self;
 }
 
@@ -50,12 +44,13 @@ at::Tensor& fillTensor(at::Tensor& self, const at::Tensor& value) {
   if (self.numel() == 0) {
     return self;
   }
-  const MydevStream stream = getCurrentMydevStream(self.device().index());
-  launchKernel("aten::fill_", stream, [self_ref = describe(self), value_ref = describe(value)] {
-    KernelMemory memory;
-    memory.map(self_ref).fill_(memory.map(value_ref));
-  });
-  finishLimitedDtypeFill(self, stream);
+  launchKernel(
+      "aten::fill_", getCurrentMydevStream(self.device().index()),
+      [self_ref = describe(self), value_ref = describe(value)] {
+        KernelMemory memory;
+        memory.map(self_ref).fill_(memory.map(value_ref));
+      },
+      /*wait=*/hasLimitedDtype(self));
   return self;
 }
 

@@ -68,7 +68,10 @@ void destroyKernelClosure(void* args) {
 // flag when they run, which for a queued kernel could be after the program
 // changed it. While the flag is on, kernels therefore run before the launch
 // returns (a kernel queued while it is off and run after it was turned on
-// takes a deterministic path, which is a valid result).
+// takes a deterministic path, which is a valid result). A caller may also ask
+// to wait for the kernel (`wait`): one that uses a tensor of a dtype the CPU
+// has few kernels for, so that a missing kernel raises at the call
+// (LimitedDtypes.h).
 //
 // launchKernelBuiltBy takes a function returning the callable instead, and
 // builds the callable where the launch keeps it, in the stream's launch queue
@@ -79,7 +82,7 @@ void destroyKernelClosure(void* args) {
 // the launch through the runtime, with nothing queued: catching it here
 // instead cost ~0.07 us per launch (the closure was no longer built inline).
 template <typename Make>
-void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make) {
+void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make, bool wait = false) {
   using Body = decltype(make());
   using Closure = detail::KernelClosure<Body>;
   static_assert(alignof(Closure) <= 64, "the launch queue aligns kernel arguments to 64 bytes");
@@ -94,14 +97,14 @@ void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make)
   };
   MYDEV_CHECK(mydevLaunchKernelWithArgs(name, &detail::runKernelClosure<Body>, sizeof(Closure), construct, &builder,
                                         &detail::destroyKernelClosure<Body>, stream.handle()));
-  if (at::globalContext().deterministicAlgorithms()) {
+  if (wait || at::globalContext().deterministicAlgorithms()) {
     stream.synchronize();
   }
 }
 
 template <typename F>
-void launchKernel(const char* name, const MydevStream& stream, F&& body) {
-  launchKernelBuiltBy(name, stream, [&]() -> std::decay_t<F> { return std::forward<F>(body); });
+void launchKernel(const char* name, const MydevStream& stream, F&& body, bool wait = false) {
+  launchKernelBuiltBy(name, stream, [&]() -> std::decay_t<F> { return std::forward<F>(body); }, wait);
 }
 
 }  // namespace torch_mydev

@@ -109,14 +109,13 @@ class NativeCall {
       }
     };
     issueHostWarnings();
-    // Every argument is captured once, in place, into the kernel's storage.
-    launchKernelBuiltBy(name_, stream_, [&] { return Kernel{body, Captured(args...), host_warnings_.messages()}; });
     bool limited = false;
     (detail::forEachTensorIn(args, [&](const at::Tensor& tensor, bool) { limited = limited || hasLimitedDtype(tensor); }),
      ...);
-    if (limited) {
-      stream_.synchronize();  // a CPU kernel missing for the dtype raises at this call (LimitedDtypes.h)
-    }
+    // Every argument is captured once, in place, into the kernel's storage.
+    launchKernelBuiltBy(
+        name_, stream_, [&] { return Kernel{body, Captured(args...), host_warnings_.messages()}; },
+        /*wait=*/limited);
   }
 
  private:
