@@ -15,7 +15,12 @@
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward_cpu_dispatch.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_cpu_dispatch.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
+
+#include <algorithm>
+#include <array>
 
 namespace torch_mydev::native {
 
@@ -37,6 +42,25 @@ int64_t chooseAttention(const Tensor& query, const Tensor& key, const Tensor& va
       : static_cast<int64_t>(at::SDPBackend::math);
 }
 
+// The layout the Meta kernel gives the output (torch/_meta_registrations.py, alloc_with_matching_layout): the
+// query's dimension order, or the query's layout itself when the shapes agree. torch.compile checks that an eager
+// kernel returns the strides its Meta kernel predicted.
+Tensor emptyWithQueryLayout(const Tensor& query, at::IntArrayRef shape) {
+  if (query.sizes() == shape) {
+    return at::empty_like(query);
+  }
+  std::array<int64_t, 4> order{0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return query.stride(a) > query.stride(b); });
+  std::array<int64_t, 4> strides{};
+  int64_t stride = 1;
+  for (auto dim = order.rbegin(); dim != order.rend(); ++dim) {
+    strides[*dim] = stride;
+    stride *= shape[*dim];
+  }
+  return at::empty_strided(shape, strides, query.options());
+}
+
 using FusedAttentionResult =
     std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Tensor, Tensor>;
 
@@ -54,7 +78,7 @@ FusedAttentionResult fusedAttention(const Tensor& query, const Tensor& key, cons
   const int64_t heads = query.size(1);
   const int64_t query_length = query.size(2);
   const int64_t key_length = key.size(2);
-  Tensor output = at::empty({batch, heads, query_length, value.size(3)}, query.options());
+  Tensor output = emptyWithQueryLayout(query, {batch, heads, query_length, value.size(3)});
   const auto accumulate = at::isReducedFloatingType(query.scalar_type()) ? at::kFloat : query.scalar_type();
   Tensor logsumexp = at::empty({batch, heads, query_length}, query.options().dtype(accumulate));
   call.launch(
@@ -65,9 +89,10 @@ FusedAttentionResult fusedAttention(const Tensor& query, const Tensor& key, cons
         copyHostResults({{output, out}, {logsumexp, lse}});
       },
       query, key, value, attn_bias, output, logsumexp);
-  const auto empty = query.options().dtype(at::kLong);
-  return {output, logsumexp, at::empty({0}, empty), at::empty({0}, empty), query_length, key_length,
-          at::empty({0}, empty), at::empty({0}, empty), at::empty({0}, query.options())};
+  // As the Meta kernel returns them: no cumulative sequence lengths or debug mask, 0-dim seed and offset.
+  const auto seed_options = query.options().dtype(at::kLong);
+  return {output, logsumexp, Tensor(), Tensor(), query_length, key_length,
+          at::empty({}, seed_options), at::empty({}, seed_options), Tensor()};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
@@ -79,9 +104,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
                   attn_bias, out, logsumexp);
   TORCH_CHECK(!grad_input_mask[3], "mydev's fused attention does not compute the gradient of attn_mask (the SDPA "
               "choice sends masks that require grad to the math implementation)");
-  Tensor grad_query = at::empty(query.sizes(), query.options());
-  Tensor grad_key = at::empty(key.sizes(), key.options());
-  Tensor grad_value = at::empty(value.sizes(), value.options());
+  // Laid out as the Meta kernel predicts: like the inputs.
+  Tensor grad_query = at::empty_like(query);
+  Tensor grad_key = at::empty_like(key);
+  Tensor grad_value = at::empty_like(value);
   const std::optional<Tensor> mask = attn_bias.defined() ? std::optional<Tensor>(attn_bias) : std::nullopt;
   call.launch(
       [dropout_p, is_causal, scale](const Tensor& grad_out, const Tensor& query, const Tensor& key,
