@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def sources():
-    layers = ("runtime", "core", "aten", "kernels", "amp", "python")
+    layers = ("runtime", "core", "aten", "kernels", "amp", "inductor", "python")
     found = []
     for layer in layers:
         found += sorted(glob.glob(os.path.join("csrc", layer, "*.cpp")))
@@ -47,7 +47,10 @@ setup(
     name="torch_mydev",
     version="0.1.0",
     description="mydev: a simulated out-of-tree PyTorch accelerator backend (PrivateUse1)",
-    packages=find_packages(include=["torch_mydev", "torch_mydev.*"]),
+    # inductor_backend/ (the torch.compile hook) is installed as the subpackage torch_mydev.inductor.
+    packages=find_packages(include=["torch_mydev", "torch_mydev.*"])
+    + ["torch_mydev.inductor", "torch_mydev.inductor.triton_backend"],
+    package_dir={"torch_mydev.inductor": "inductor_backend"},
     python_requires=">=3.10",
     install_requires=["torch==2.13.0", "numpy"],
     ext_modules=[] if skip_extension else [
@@ -59,5 +62,8 @@ setup(
         )
     ],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
-    entry_points={"torch.backends": ["torch_mydev = torch_mydev:_autoload"]},
+    entry_points={
+        "torch.backends": ["torch_mydev = torch_mydev:_autoload"],
+        "torch_dynamo_backends": ["mydev = torch_mydev.inductor.dynamo_backend:mydev_backend"],
+    },
 )

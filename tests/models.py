@@ -113,6 +113,85 @@ class MultiLayerPerceptron(nn.Module):
         return inputs, labels
 
 
+class TinyBertEncoder(nn.Module):
+    """A BERT-shaped encoder: token, position and segment embeddings with a LayerNorm, post-norm bidirectional
+    transformer blocks that ignore padding (token 0) through a key padding mask, and a masked-token head."""
+
+    def __init__(self, vocab_size=64, max_seq_len=16, d_model=32, heads=4, blocks=2):
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab_size, d_model, padding_idx=0)
+        self.position_embedding = nn.Embedding(max_seq_len, d_model)
+        self.segment_embedding = nn.Embedding(2, d_model)
+        self.embedding_norm = nn.LayerNorm(d_model)
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                d_model, heads, dim_feedforward=4 * d_model, dropout=0.0, activation="gelu", batch_first=True
+            )
+            for _ in range(blocks)
+        )
+        self.head = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), nn.LayerNorm(d_model), nn.Linear(d_model, vocab_size))
+
+    def forward(self, tokens):
+        seq_len = tokens.shape[1]
+        positions = torch.arange(seq_len, device=tokens.device)
+        segments = (positions >= seq_len // 2).long()
+        hidden = self.token_embedding(tokens) + self.position_embedding(positions) + self.segment_embedding(segments)
+        hidden = self.embedding_norm(hidden)
+        padding = tokens == 0
+        for block in self.blocks:
+            hidden = block(hidden, src_key_padding_mask=padding)
+        return self.head(hidden)
+
+    @staticmethod
+    def loss(logits, targets):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    @staticmethod
+    def batch(generator, batch_size=4, seq_len=16, vocab_size=64):
+        tokens = torch.randint(1, vocab_size, (batch_size, seq_len), generator=generator)
+        tokens[:, -3:] = 0
+        return tokens, tokens
+
+
+class TinyVisionTransformer(nn.Module):
+    """A ViT-shaped image classifier: patches embedded by a strided convolution, a class token and learned
+    positions, pre-norm transformer blocks, and a head on the class token."""
+
+    def __init__(self, image_size=16, patch_size=4, channels=3, d_model=32, heads=4, blocks=2, classes=10):
+        super().__init__()
+        patches = (image_size // patch_size) ** 2
+        self.patch_embedding = nn.Conv2d(channels, d_model, patch_size, stride=patch_size)
+        self.class_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)
+        self.position_embedding = nn.Parameter(torch.randn(1, patches + 1, d_model) * 0.02)
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                d_model, heads, dim_feedforward=2 * d_model, dropout=0.0, activation="gelu", batch_first=True,
+                norm_first=True,
+            )
+            for _ in range(blocks)
+        )
+        self.final_norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, images):
+        patches = self.patch_embedding(images).flatten(2).transpose(1, 2)
+        hidden = torch.cat([self.class_token.expand(images.shape[0], -1, -1), patches], dim=1)
+        hidden = hidden + self.position_embedding
+        for block in self.blocks:
+            hidden = block(hidden)
+        return self.head(self.final_norm(hidden[:, 0]))
+
+    @staticmethod
+    def loss(logits, labels):
+        return F.cross_entropy(logits, labels)
+
+    @staticmethod
+    def batch(generator, batch_size=4, image_size=16, classes=10):
+        images = torch.randn(batch_size, 3, image_size, image_size, generator=generator)
+        labels = torch.randint(0, classes, (batch_size,), generator=generator)
+        return images, labels
+
+
 MODELS = {
     "transformer": TinyLanguageModel,
     "convnet": SmallConvNet,

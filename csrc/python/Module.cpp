@@ -9,11 +9,16 @@
 #include "../core/Generator.h"
 #include "../core/HostAllocator.h"
 #include "../core/KernelWorkspaceAllocator.h"
+#include "../inductor/CompiledKernel.h"
+#include "../inductor/PythonKernel.h"
 
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/extension.h>
+
+#include <cstring>
 
 namespace py = pybind11;
 
@@ -66,6 +71,62 @@ py::dict hostMemoryStats() {
   result["host_free_time"] = durationToDict(stats.host_free_time);
   return result;
 }
+
+// A kernel torch.compile generated for mydev, as the generated Python wrapper
+// calls it: with its tensors and sizes, in the order of `kinds`
+// (CompiledKernel.h).
+class PythonCompiledKernel {
+ public:
+  PythonCompiledKernel(std::string name, uintptr_t entry, std::string kinds)
+      : name_(std::move(name)), entry_(reinterpret_cast<CompiledKernelEntry>(entry)), kinds_(std::move(kinds)) {
+    TORCH_CHECK(entry_ != nullptr, "mydev compiled kernel '", name_, "': null entry point");
+    for (const char kind : kinds_) {
+      TORCH_CHECK(isCompiledKernelArgumentKind(kind), "mydev compiled kernel '", name_, "': unknown argument kind '",
+                  kind, "' (expected 'r', 'w', 'i' or 'f')");
+    }
+  }
+
+  void operator()(const py::args& args) const {
+    const size_t count = kinds_.size();
+    TORCH_CHECK(args.size() == count, "mydev compiled kernel '", name_, "' takes ", count, " arguments, got ",
+                args.size());
+    c10::SmallVector<CompiledKernelArgument, 12> arguments(count);
+    for (size_t index = 0; index < count; ++index) {
+      PyObject* object = PyTuple_GET_ITEM(args.ptr(), index);
+      CompiledKernelArgument& argument = arguments[index];
+      const char kind = kinds_[index];
+      if (kind == 'r' || kind == 'w') {
+        TORCH_CHECK_TYPE(THPVariable_Check(object), "mydev compiled kernel '", name_, "': argument ", index,
+                         " must be a tensor, got ", Py_TYPE(object)->tp_name);
+        argument.tensor = &THPVariable_Unpack(object);
+      } else if (kind == 'i') {
+        const long long value = PyLong_AsLongLong(object);
+        if (value == -1 && PyErr_Occurred()) {
+          throw py::error_already_set();
+        }
+        argument.value = static_cast<uint64_t>(value);
+      } else {
+        const double value = PyFloat_AsDouble(object);
+        if (value == -1.0 && PyErr_Occurred()) {
+          throw py::error_already_set();
+        }
+        std::memcpy(&argument.value, &value, sizeof(value));
+      }
+    }
+    // A Triton kernel queued before this one may need the GIL to run (PythonKernel.h): a full launch queue
+    // must not wait for it while holding the GIL.
+    py::gil_scoped_release no_gil;
+    launchCompiledKernel(name_, entry_, kinds_, arguments);
+  }
+
+  const std::string& name() const { return name_; }
+  const std::string& kinds() const { return kinds_; }
+
+ private:
+  std::string name_;
+  CompiledKernelEntry entry_;
+  std::string kinds_;
+};
 
 }  // namespace
 
@@ -149,6 +210,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_fallback_policy", [](const std::string& policy) {
     setFallbackPolicy(parseFallbackPolicy(policy, "the fallback policy"));
   });
+  py::class_<PythonCompiledKernel>(m, "_CompiledKernel")
+      .def(py::init<std::string, uintptr_t, std::string>(), py::arg("name"), py::arg("entry"), py::arg("kinds"))
+      .def("__call__", &PythonCompiledKernel::operator())
+      .def_property_readonly("name", &PythonCompiledKernel::name)
+      .def_property_readonly("kinds", &PythonCompiledKernel::kinds);
+  m.def("_launch_python_kernel", &launchPythonKernel, py::arg("name"), py::arg("function"), py::arg("arguments"));
+  m.attr("_inductor_launch_api") = py::capsule(inductorLaunchApi(), "torch_mydev._C._inductor_launch_api");
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(defaultGenerator(static_cast<c10::DeviceIndex>(device))));

@@ -1,0 +1,93 @@
+#include "PythonKernel.h"
+
+#include "../aten/DeviceTensorRef.h"
+#include "../aten/KernelLaunch.h"
+#include "../core/Stream.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <optional>
+#include <utility>
+
+namespace py = pybind11;
+
+namespace torch_mydev {
+
+namespace {
+
+// Owns a reference to the function and its arguments until the kernel has run;
+// it drops them on the worker, under the GIL, since the host thread that later
+// releases the finished task may not hold it.
+struct PythonKernelCall {
+  PyObject* function;
+  PyObject* arguments;  // the call's tuple, with None where a mydev tensor goes
+  c10::SmallVector<std::pair<size_t, DeviceTensorRef>, 6> tensors;
+
+  void operator()() {
+    KernelMemory memory;
+    c10::SmallVector<at::Tensor, 6> aliases;
+    for (const auto& entry : tensors) {
+      aliases.push_back(memory.map(entry.second));
+    }
+    std::string failure;
+    {
+      py::gil_scoped_acquire gil;
+      try {
+        py::tuple call_arguments(PyTuple_GET_SIZE(arguments));
+        for (Py_ssize_t index = 0; index < PyTuple_GET_SIZE(arguments); ++index) {
+          call_arguments[index] = py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(arguments, index));
+        }
+        for (size_t index = 0; index < tensors.size(); ++index) {
+          call_arguments[tensors[index].first] = py::reinterpret_steal<py::object>(THPVariable_Wrap(aliases[index]));
+        }
+        py::reinterpret_borrow<py::object>(function)(*call_arguments);
+      } catch (py::error_already_set& error) {
+        failure = error.what();
+      }
+      Py_CLEAR(function);
+      Py_CLEAR(arguments);
+    }
+    TORCH_CHECK(failure.empty(), failure);
+  }
+};
+
+}  // namespace
+
+void launchPythonKernel(const std::string& name, const py::object& function, const py::tuple& arguments) {
+  PythonKernelCall call{nullptr, nullptr, {}};
+  py::tuple placeholders(arguments.size());
+  std::optional<c10::Device> device;
+  for (size_t index = 0; index < arguments.size(); ++index) {
+    PyObject* argument = arguments[index].ptr();
+    if (THPVariable_Check(argument)) {
+      const at::Tensor& tensor = THPVariable_Unpack(argument);
+      if (tensor.device().type() == c10::DeviceType::PrivateUse1) {
+        if (!device) {
+          device = tensor.device();
+        }
+        TORCH_CHECK(*device == tensor.device(), "mydev kernel '", name, "': expected all tensors on ", *device,
+                    ", argument ", index, " is on ", tensor.device());
+        call.tensors.emplace_back(index, describe(tensor));
+        placeholders[index] = py::none();
+        continue;
+      }
+      TORCH_CHECK(tensor.device().type() != c10::DeviceType::CPU || tensor.dim() == 0, "mydev kernel '", name,
+                  "': argument ", index, " is a tensor on ", tensor.device(),
+                  "; a mydev kernel takes mydev tensors and 0-dim cpu tensors");
+      // A 0-dim CPU tensor is read by value, as at a CUDA launch: the kernel gets a copy.
+      placeholders[index] = py::reinterpret_steal<py::object>(THPVariable_Wrap(tensor.clone()));
+      continue;
+    }
+    placeholders[index] = arguments[index];
+  }
+  TORCH_CHECK(device.has_value(), "mydev kernel '", name, "' has no mydev tensor argument to place it on");
+  call.function = function.inc_ref().ptr();
+  call.arguments = placeholders.release().ptr();
+  const MydevStream stream = getCurrentMydevStream(device->index());
+  py::gil_scoped_release no_gil;
+  launchKernelBuiltBy(name.c_str(), stream, [&]() { return std::move(call); });
+}
+
+}  // namespace torch_mydev

@@ -1,0 +1,111 @@
+"""The patches of torch internals in torch_mydev/patches.py: each must still work, and each must still be needed.
+A test of the second kind fails when torch changes the behaviour that the patch works around; the patch (and the
+test) can then go."""
+import inspect
+import unittest
+from unittest import mock
+
+import torch
+import torch._inductor.codegen.common as codegen_common
+import torch._inductor.codegen.cpp_utils as cpp_utils
+import torch._inductor.kernel.mm_common as mm_common
+import torch._inductor.scheduler as scheduler
+import torch._inductor.utils as inductor_utils
+from torch._inductor.compile_fx import compile_fx  # noqa: F401  (importing it registers mydev with Inductor)
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+from helpers import run_python
+from torch_mydev import patches
+
+
+def compiles(function, *args):
+    # Without caches: a graph cached by a patched run would be served to an unpatched one.
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        result = torch.compile(function)(*args)
+    torch._dynamo.reset()
+    return result
+
+
+@unittest.skipUnless(patches.patches_apply(), "the patches are written for another torch release")
+class TestInductorPatches(TestCase):
+    def test_scheduler_treats_mydev_cpp_kernels_as_cpu_kernels(self):
+        x = torch.randn(8, 8, device="mydev")
+        self.assertEqual(compiles(lambda a: a.softmax(-1), x).cpu(), x.cpu().softmax(-1), atol=1e-6, rtol=1e-6)
+
+    def test_scheduler_patch_is_still_needed(self):
+        x = torch.randn(8, 8, device="mydev")
+        original = scheduler.BaseSchedulerNode.is_cpu.original
+        with mock.patch.object(scheduler.BaseSchedulerNode, "is_cpu", original):
+            with self.assertRaisesRegex(Exception, "can't multiply sequence by non-int"):
+                compiles(lambda a: a.softmax(-1), x)
+
+    def test_current_backend_of_mydev_is_its_codegen(self):
+        for module in (inductor_utils, codegen_common, scheduler, mm_common):
+            self.assertEqual(module.get_current_backend("mydev"), "cpp")
+            self.assertEqual(module.get_current_backend("cpu"), torch._inductor.config.cpu_backend)
+        x = torch.randn(4, 8, device="mydev")
+        result = compiles(lambda a: a + torch.arange(a.shape[1], device=a.device), x)
+        self.assertEqual(result.cpu(), x.cpu() + torch.arange(8))
+
+    def test_current_backend_patch_is_still_needed(self):
+        original = inductor_utils.get_current_backend.original
+        self.assertEqual(original("mydev"), "triton")
+        x = torch.randn(4, 8, device="mydev")
+        with mock.patch.object(codegen_common, "get_current_backend", original), mock.patch.object(
+            scheduler, "get_current_backend", original
+        ), mock.patch.object(inductor_utils, "get_current_backend", original):
+            with self.assertRaises(Exception):
+                compiles(lambda a: a + torch.arange(a.shape[1], device=a.device), x)
+
+    def test_device_to_aten_names_mydev(self):
+        self.assertEqual(cpp_utils.DEVICE_TO_ATEN["mydev"], "at::kPrivateUse1")
+        # Still needed while torch maps no PrivateUse1 device itself.
+        self.assertNotIn("privateuse1", inspect.getsource(cpp_utils).lower())
+
+
+class TestImportHooks(TestCase):
+    def test_dynamo_and_inductor_find_mydev_after_a_late_import(self):
+        result = run_python(
+            """
+            import sys
+            import torch
+            assert "torch._dynamo" not in sys.modules and "torch._inductor.compile_fx" not in sys.modules
+            from torch._dynamo.device_interface import get_interface_for_device
+            print(get_interface_for_device("mydev").__name__)
+            import torch._inductor.compile_fx
+            from torch._inductor.codegen.common import get_wrapper_codegen_for_device
+            print(get_wrapper_codegen_for_device("mydev").__name__)
+            """
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["MydevInterface", "MydevPythonWrapperCodegen"])
+
+    def test_registration_when_torch_parts_were_imported_first(self):
+        result = run_python(
+            """
+            import torch
+            import torch._inductor.compile_fx
+            import torch_mydev
+            from torch._dynamo.device_interface import get_interface_for_device
+            from torch._inductor.codegen.common import get_scheduling_for_device
+            print(get_interface_for_device("mydev").__name__, get_scheduling_for_device("mydev").__name__)
+            """,
+            env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["MydevInterface", "CppScheduling"])
+
+    def test_import_hooks_are_still_needed(self):
+        # torch 2.13 registers no device interface for a PrivateUse1 device, and discovers an Inductor backend only
+        # through torch.<device> attributes, without the device's codegen config (which keys the graph cache).
+        from torch._dynamo.device_interface import init_device_reg
+
+        self.assertNotIn("privateuse1", inspect.getsource(init_device_reg).lower())
+        auto_registration = inspect.getsource(codegen_common.init_backend_registration)
+        self.assertIn('_get_custom_mod_func("Scheduling")', auto_registration)
+        self.assertNotIn("device_custom_config", auto_registration)
+
+
+if __name__ == "__main__":
+    run_tests()

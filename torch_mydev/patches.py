@@ -1,0 +1,194 @@
+"""Every change torch_mydev makes to the internals of torch (and of Triton), in one place.
+
+A backend should need none: everything else in torch_mydev goes through PyTorch's extension points. What torch
+2.13 leaves no hook for is closed here, each patch with why it is needed and what upstream does about it, and applied
+only on the release it was written against (``PATCHED_TORCH``, ``PATCHED_TRITON``). ``tests/test_patches.py`` fails when a
+patch stops working, and when the torch behaviour it works around goes away (the patch is then no longer needed).
+
+Import hooks: torch 2.13 has no lazy registration for a PrivateUse1 device's Dynamo device interface or Inductor
+backend (upstream PRs #191731, #192896 add one). Registering them when torch_mydev loads would import Dynamo and
+Inductor on every ``import torch`` (about 2 s), so they are registered right after the torch module that needs them
+has been imported (``run_after_import``).
+"""
+import contextlib
+import importlib.abc
+import sys
+import warnings
+
+import torch
+
+PATCHED_TORCH = (2, 13)
+PATCHED_TRITON = (3, 9)
+
+
+def _release(version):
+    return tuple(int(part) for part in version.split("+")[0].split(".")[:2])
+
+
+def patches_apply():
+    """Whether this torch is the one the patches were written against."""
+    return _release(torch.__version__) == PATCHED_TORCH
+
+
+def _skip_patch(name, package, version, written_for):
+    warnings.warn(
+        f"torch_mydev: not patching {name} on {package} {version} (the patch was written for {package} "
+        f"{'.'.join(map(str, written_for))}); mydev features that depend on it may fail",
+        stacklevel=3,
+    )
+
+
+class _RunAfterImport(importlib.abc.MetaPathFinder):
+    """Runs callbacks once a module has been imported (executed), without changing how it is found or loaded."""
+
+    def __init__(self):
+        self.callbacks = {}
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.callbacks:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        callbacks = self.callbacks.pop(fullname)
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            for callback in callbacks:
+                callback()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+_after_import = _RunAfterImport()
+
+
+def run_after_import(module_name, callback):
+    """Calls ``callback()`` once ``module_name`` has been imported: now if it already is, else right after."""
+    if module_name in sys.modules:
+        callback()
+        return
+    if _after_import not in sys.meta_path:
+        sys.meta_path.insert(0, _after_import)
+    _after_import.callbacks.setdefault(module_name, []).append(callback)
+
+
+def patch_inductor_for_mydev():
+    """Inductor 2.13 takes "the C++ code generator" to mean "the CPU device" in two places; mydev's C++ kernels
+    need the CPU's answer there (upstream RFC pytorch#189138: ask the scheduling, not the device type).
+
+    1. ``BaseSchedulerNode.is_cpu()`` gates three Triton-only scheduler passes (loop index inversion, loop
+       reordering, pointwise reindexing for reductions); with C++ kernels they fail (``TypeError: can't multiply
+       sequence by non-int of type 'tuple'`` in ``_try_reindex_pointwise_for_reduction``, for a softmax).
+    2. ``get_current_backend()`` answers ``config.cuda_backend`` ("triton") for any device it does not know; the C++
+       kernel then misses the C++ code generator's dtype fix-ups (``AssertionError`` in ``CppVecKernel.arange`` for
+       ``Linear``). It is imported by name into three modules, so each binding is replaced.
+    3. ``cpp_utils.DEVICE_TO_ATEN`` has no entry for a PrivateUse1 device: the C++ wrapper names mydev's device type
+       ``at::kPrivateUse1`` when it allocates.
+    """
+    if not patches_apply():
+        _skip_patch("Inductor", "torch", torch.__version__, PATCHED_TORCH)
+        return
+    import torch._inductor.codegen.common as codegen_common
+    import torch._inductor.codegen.cpp_utils as cpp_utils
+    import torch._inductor.kernel.mm_common as mm_common
+    import torch._inductor.scheduler as scheduler
+    import torch._inductor.utils as inductor_utils
+
+    from torch_mydev.inductor import config as mydev_config
+
+    if getattr(scheduler.BaseSchedulerNode.is_cpu, "mydev_patch", False):
+        return
+
+    def is_cpu(node):
+        device = node.get_device()
+        if device is None:
+            return False
+        return device.type == "cpu" or (device.type == "mydev" and mydev_config.codegen == "cpp")
+
+    is_cpu.mydev_patch = True
+    is_cpu.original = scheduler.BaseSchedulerNode.is_cpu
+    scheduler.BaseSchedulerNode.is_cpu = is_cpu
+
+    original_backend = inductor_utils.get_current_backend
+
+    def get_current_backend(device_type=None):
+        if device_type is None:
+            from torch._inductor.virtualized import V
+
+            device_type = V.graph.get_current_device_or_throw().type
+        if device_type == "mydev":
+            return mydev_config.codegen
+        return original_backend(device_type)
+
+    get_current_backend.mydev_patch = True
+    get_current_backend.original = original_backend
+    for module in (inductor_utils, codegen_common, scheduler, mm_common):
+        module.get_current_backend = get_current_backend
+
+    cpp_utils.DEVICE_TO_ATEN["mydev"] = "at::kPrivateUse1"
+
+
+def register_triton_backend(name, compiler, driver):
+    """Adds a backend to Triton's registry of backends, as its ``triton.backends`` entry point would.
+
+    A Triton device plugin is found through that entry point when ``triton`` is imported. mydev's backend only names
+    the target of interpreted kernels (inductor_backend/triton_backend), and an entry point would import torch_mydev
+    (and claim the PrivateUse1 backend) in every process that imports triton, so it registers when mydev's Triton
+    code generation is selected instead. A vendor's compiled backend uses the entry point
+    (docs/extension-points/inductor.md).
+    """
+    import triton
+    from triton.backends import Backend
+
+    if _release(triton.__version__) != PATCHED_TRITON:
+        _skip_patch("triton.backends.backends", "triton", triton.__version__, PATCHED_TRITON)
+    triton.backends.backends[name] = Backend(compiler=compiler, driver=driver)
+
+
+@contextlib.contextmanager
+def jit_functions_interpreted():
+    """Inside the block, calling a ``@triton.jit`` function runs it as a device function in Triton's interpreter.
+
+    Triton decides at decoration time whether ``@triton.jit`` makes a compiled or an interpreted function, from
+    ``TRITON_INTERPRET``; its own library (``tl.sum``, ``tl.sigmoid``... in ``triton.language.standard``) is
+    decorated when triton is imported, which torch does before mydev's Triton code generation can be selected. An
+    interpreted mydev kernel calling one of them then fails with "Cannot call @triton.jit'd outside of the scope of
+    a kernel". Applied only while torch_mydev's interpreter lock is held (triton_support.py), so no other kernel
+    sees it. Upstream Triton has no interpreter switch after import.
+    """
+    import triton
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    if _release(triton.__version__) != PATCHED_TRITON:
+        _skip_patch("JITFunction.__call__", "triton", triton.__version__, PATCHED_TRITON)
+        yield
+        return
+    compiled_call = JITFunction.__call__
+
+    def interpreted_call(function, *args, **kwargs):
+        interpreted = _interpreted_functions.get(function.fn)
+        if interpreted is None:
+            interpreted = _interpreted_functions[function.fn] = InterpretedFunction(function.fn)
+        return interpreted(*args, **kwargs)
+
+    interpreted_call.mydev_patch = True
+    interpreted_call.original = compiled_call
+    JITFunction.__call__ = interpreted_call
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = compiled_call
+
+
+_interpreted_functions = {}
