@@ -9,27 +9,66 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
+CONSTRAINTS="$ROOT/scripts/constraints.txt"
+PIP=(--quiet --disable-pip-version-check -c "$CONSTRAINTS")
+
+# Prerequisites, checked before anything is installed or built, each with what to install when missing.
+missing=()
+command -v python3 >/dev/null 2>&1 || missing+=("python3 (3.10 or newer)")
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || missing+=("python3 3.10 or newer (found $(python3 --version 2>&1 || true))")
+  python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=("the venv module (Debian/Ubuntu: apt-get install python3-venv)")
+  python3 -c 'import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null \
+    || missing+=("Python's headers, Python.h (Debian/Ubuntu: apt-get install python3-dev)")
+fi
+CXX_CHECK="$(mktemp -d)"
+printf '#include <concepts>\nint main() { return 0; }\n' > "$CXX_CHECK/check.cpp"
+if ! command -v c++ >/dev/null 2>&1; then
+  missing+=("a C++ compiler (Debian/Ubuntu: apt-get install g++)")
+elif ! c++ -std=c++20 -o "$CXX_CHECK/check" "$CXX_CHECK/check.cpp" >/dev/null 2>&1; then
+  missing+=("a C++ compiler with C++20 support, as PyTorch's extension build and torch.compile use (g++ 10 or newer; found: $(c++ --version 2>&1 | head -n 1 || true))")
+fi
+rm -rf "$CXX_CHECK"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[bootstrap] missing prerequisites:" >&2
+  for item in "${missing[@]}"; do echo "  - $item" >&2; done
+  exit 1
+fi
 
 if [ ! -x "$PY" ]; then
   echo "[bootstrap] creating $VENV"
   python3 -m venv "$VENV"
 fi
 
-# torch is pinned: an unpinned torch would let pip pick a multi-GB CUDA build.
+# Every version comes from scripts/constraints.txt. torch is pinned above all: an
+# unpinned torch would let pip pick another release. Which build of torch 2.13.0
+# (CPU or CUDA) pip takes is pip's own index setting (README.md).
 if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$PY" -c "import torch, numpy, pybind11, pytest, expecttest, setuptools; assert torch.__version__.startswith('2.13.0')" 2>/dev/null; then
-  echo "[bootstrap] installing torch==2.13.0 (CPU) and the other dependencies"
-  "$PY" -m pip install --quiet --disable-pip-version-check "torch==2.13.0" numpy pybind11 setuptools pytest expecttest
+  echo "[bootstrap] installing torch==2.13.0 and the other dependencies"
+  "$PY" -m pip install "${PIP[@]}" torch numpy pybind11 setuptools pytest expecttest
+fi
+
+# Triton is optional: it runs torch.compile's Triton code generation for mydev
+# (its tests skip with the reason where it is missing).
+if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('triton') is None)" 2>/dev/null; then
+  echo "[bootstrap] installing triton (optional)"
+  "$PY" -m pip install "${PIP[@]}" triton || echo "[bootstrap] triton could not be installed; its tests will be skipped" >&2
 fi
 
 if ! command -v ninja >/dev/null 2>&1 && [ ! -x "$VENV/bin/ninja" ]; then
   echo "[bootstrap] installing ninja"
-  "$PY" -m pip install --quiet --disable-pip-version-check ninja
+  "$PY" -m pip install "${PIP[@]}" ninja
 fi
 export PATH="$VENV/bin:$PATH"
 
-if ! "$PY" -m pip show torch_mydev >/dev/null 2>&1; then
+# The editable install records setup.py's package mapping and entry points; it is
+# redone whenever setup.py changed since it was made.
+SETUP_STAMP="$VENV/.torch_mydev-setup.sha256"
+setup_digest="$(sha256sum "$ROOT/setup.py" | cut -d' ' -f1)"
+if ! "$PY" -m pip show torch_mydev >/dev/null 2>&1 || [ "$(cat "$SETUP_STAMP" 2>/dev/null)" != "$setup_digest" ]; then
   echo "[bootstrap] registering torch_mydev (editable install)"
-  MYDEV_SKIP_EXTENSION=1 "$PY" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e "$ROOT"
+  MYDEV_SKIP_EXTENSION=1 "$PY" -m pip install "${PIP[@]}" --no-build-isolation --no-deps -e "$ROOT"
+  echo "$setup_digest" > "$SETUP_STAMP"
 fi
 
 echo "[bootstrap] building the C++ extension (incremental)"
