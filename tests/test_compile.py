@@ -314,6 +314,32 @@ class TestTritonCodegen(TestCase):
         on_device = train(copy.deepcopy(model).to(device), device, 2, compile_model=True, compile_options=TRITON)
         assert_training_matches(self, on_device, reference)
 
+    def test_host_waits_release_the_gil_for_queued_triton_kernels(self, device):
+        # The worker takes the GIL to run an interpreted kernel: a host wait that kept it would never return.
+        result = run_python(
+            """
+            import torch
+            x = torch.randn(8, 16, device="mydev")
+            kernel = torch.compile(lambda a: (a.sin() * 2).softmax(-1), backend="mydev", options={"codegen": "triton"})
+            kernel(x)
+            waits = {
+                "stream": lambda y: torch.mydev.current_stream().synchronize(),
+                "event": lambda y: (lambda event: (event.record(), event.synchronize()))(torch.mydev.Event()),
+                "device": lambda y: torch.mydev.synchronize(),
+                "accelerator": lambda y: torch.accelerator.synchronize(),
+                "item": lambda y: y.sum().item(),
+                "copy": lambda y: y.cpu(),
+                "empty_cache": lambda y: torch.mydev.empty_cache(),
+            }
+            for name, wait in waits.items():
+                wait(kernel(x))
+                print(name)
+            """,
+            timeout=240,
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["stream", "event", "device", "accelerator", "item", "copy", "empty_cache"])
+
     def test_environment_selects_triton(self, device):
         result = run_python(
             """
@@ -561,6 +587,16 @@ class TestCompileCaches(TestCase):
             other_build = "config.build_identity = 'another torch_mydev build'"
             self.assertEqual(cached_run(self, cache_dir, other_build), (0, 1))
             self.assertEqual(cached_run(self, cache_dir, other_build), (1, 0))
+
+    def test_aot_inductor_compile_is_refused_in_torch_2_13(self, device):
+        # docs/extension-points/inductor.md, AOTInductor: export works, AOTInductor's compile does not.
+        model = nn.Linear(8, 4).to(device)
+        x = torch.randn(2, 8, device=device)
+        exported = torch.export.export(model, (x,))
+        self.assertEqual(exported.module()(x).cpu(), model(x).cpu())
+        with tempfile.TemporaryDirectory() as directory:
+            with self.assertRaisesRegex(Exception, "Mixed-device constants are only supported"):
+                torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(directory, "m.pt2"))
 
     def test_build_identity_is_in_the_cache_key(self, device):
         from torch._inductor.codegen.common import get_custom_backend_config_for_device
