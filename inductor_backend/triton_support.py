@@ -20,6 +20,7 @@ Selected with ``torch.compile(m, backend="mydev", options={"codegen": "triton"})
 This is a functional path for testing Triton code generation on mydev, not a fast one: the interpreter evaluates a
 kernel in Python, block by block.
 """
+import atexit
 import functools
 import importlib.util
 import os
@@ -64,7 +65,23 @@ def prepare_triton():
 
 def launch_triton_kernel(kernel, *args):
     """Queues ``kernel.run(*args)`` (an Inductor ``CachingAutotuner``) on the current mydev stream."""
+    _finish_queued_kernels_at_exit()
     _C._launch_python_kernel(kernel.fn.__name__, _run_interpreted, (kernel, *args))
+
+
+@functools.cache
+def _finish_queued_kernels_at_exit():
+    """A worker that still waits for the GIL when the interpreter finalizes is ended by CPython with pthread_exit,
+    which aborts the process. Interpreted kernels still queued at exit therefore run before finalization begins."""
+
+    def finish():
+        for index in range(torch.mydev.device_count()):
+            try:
+                torch.mydev.synchronize(index)
+            except RuntimeError:
+                pass  # a kernel's failure nobody waited for; the program is ending
+
+    atexit.register(finish)
 
 
 def _run_interpreted(kernel, *args):

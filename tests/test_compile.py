@@ -315,7 +315,8 @@ class TestTritonCodegen(TestCase):
         assert_training_matches(self, on_device, reference)
 
     def test_host_waits_release_the_gil_for_queued_triton_kernels(self, device):
-        # The worker takes the GIL to run an interpreted kernel: a host wait that kept it would never return.
+        # The worker takes the GIL to run an interpreted kernel: a host wait that kept it would never return, and a
+        # worker still waiting for it when the interpreter finalizes must not abort the process.
         result = run_python(
             """
             import torch
@@ -334,6 +335,7 @@ class TestTritonCodegen(TestCase):
             for name, wait in waits.items():
                 wait(kernel(x))
                 print(name)
+            kernel(x)  # and the program ends with a kernel queued: it must still exit cleanly
             """,
             timeout=240,
         )

@@ -31,6 +31,9 @@ struct PythonKernelCall {
     for (const auto& entry : tensors) {
       aliases.push_back(memory.map(entry.second));
     }
+    // A worker that waits for the GIL while the interpreter finalizes is ended by CPython (pthread_exit); a
+    // kernel still queued when the program exits is dropped instead.
+    TORCH_CHECK(!_Py_IsFinalizing(), "Python is shutting down: the kernel was not run");
     std::string failure;
     {
       py::gil_scoped_acquire gil;

@@ -1,3 +1,5 @@
+#include <cxxabi.h>
+
 #include <exception>
 
 #include "internal.h"
@@ -37,6 +39,11 @@ bool run_kernel(int device, const char* name, mydevKernelFn fn, void* args, std:
   t_kernel = &context;
   try {
     fn(args);
+  } catch (const abi::__forced_unwind&) {
+    // The thread is being ended (pthread_exit: CPython does it to a thread that waits for the GIL while the
+    // interpreter finalizes): the unwinding must go on, or the process aborts.
+    t_kernel = nullptr;
+    throw;
   } catch (const std::exception& e) {
     fail_running_kernel(e.what());
   } catch (...) {
