@@ -480,28 +480,32 @@ class TestMydevOps(TestCase):
             self.assertEqual(reduce(x.to(device), dim=dim, keepdim=True), reduce(x, dim=dim, keepdim=True))
 
     def test_dropout_uses_the_device_generator(self, device):
-        x = torch.randn(1000)
-        torch.manual_seed(5)
-        expected = F.dropout(x, 0.3, training=True)
+        x = torch.randn(4000)
         torch.manual_seed(5)
         host_state, device_state = torch.get_rng_state(), torch.mydev.get_rng_state()
-        out = F.dropout(x.to(device), 0.3, training=True)
-        self.assertEqual(out.cpu(), expected)
+        out = F.dropout(x.to(device), 0.3, training=True).cpu()
         self.assertEqual(torch.get_rng_state(), host_state)
         self.assertNotEqual(torch.mydev.get_rng_state(), device_state)
+        # Each element is dropped or scaled by 1 / (1 - p); about p of them are dropped.
+        kept = out != 0
+        self.assertEqual(out[kept], x[kept] / 0.7)
+        self.assertTrue(0.27 < 1 - kept.float().mean().item() < 0.33)
+        torch.manual_seed(5)
+        self.assertEqual(F.dropout(x.to(device), 0.3, training=True).cpu(), out)
         self.assertEqual(F.dropout(x.to(device), 0.3, training=False).cpu(), x)
 
-    def test_dropout_backward_is_native_and_matches_the_cpu(self, device):
+    def test_dropout_backward_is_native_and_uses_the_forward_mask(self, device):
         for dtype in (torch.float32, torch.float64, torch.bfloat16):
-            x = torch.randn(64, 8, dtype=dtype)
-            grads = {}
-            for where in ("cpu", device):
-                torch.manual_seed(3)
-                leaf = x.to(where, copy=True).requires_grad_()
-                with fallback_policy("error"):
-                    F.dropout(leaf, 0.25, training=True).sum().backward()
-                grads[where] = leaf.grad.cpu()
-            self.assertEqual(grads[device], grads["cpu"], atol=0, rtol=0)
+            x = torch.randn(64, 8, dtype=dtype).abs() + 1
+            leaf = x.to(device, copy=True).requires_grad_()
+            with fallback_policy("error"):
+                out = F.dropout(leaf, 0.25, training=True)
+                out.sum().backward()
+            # The backward pass uses the forward's mask: an element's gradient is 0 where it was dropped, else the
+            # scale 1 / (1 - p).
+            mask = (out.detach().cpu() != 0).to(dtype)
+            self.assertEqual(leaf.grad.cpu(), torch.ones_like(x) * mask * (1 / 0.75), atol=0, rtol=0)
+            self.assertEqual(out.detach().cpu(), x * mask * (1 / 0.75))
         grad, mask = torch.randn(4, 3), torch.rand(4, 3) > 0.5
         for mask_form in (mask, mask.double(), mask[:1]):
             expected = torch.ops.aten.native_dropout_backward(grad, mask_form, 2.0)

@@ -1,6 +1,13 @@
-"""Random sampling on mydev: native asynchronous kernels that draw from the
-device generator in stream order, give the CPU's numbers for the same seed,
-and validate their arguments at the call like the CPU."""
+"""Random sampling on mydev: a counter-based generator, as on CUDA. Its state
+is (seed, offset) in CUDA's layout; each kernel reserves its offsets at launch
+and draws from its own Philox stream, so the numbers depend only on the seed
+and the launch order, not on which stream's worker runs first, and no state
+access waits for the device. The numbers are not the CPU's (nor are CUDA's):
+samplers are checked for reproducibility and for their distributions. Bad
+arguments raise at the call like the CPU."""
+import math
+import time
+
 import torch
 from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
 from torch.testing._internal.common_utils import parametrize, run_tests, TestCase
@@ -43,50 +50,146 @@ def seeded(sampler, device, dtype, seed=11):
     return sampler(device, dtype).cpu()
 
 
+def slow_kernel(device):
+    """Kernels that keep a stream busy for a while (~0.1-1 s on 2 cores) and draw no random numbers."""
+    x = torch.full((900, 900), 1.0, device=device)
+    for _ in range(6):
+        x = x @ x / 900
+    return x
+
+
+# name -> (sampler, statistic, expected value, tolerance): a property of a large sample that any correct generator
+# meets (the tolerances are many standard errors wide).
+MOMENTS = {
+    "uniform mean": (lambda d: torch.empty(200_000, device=d).uniform_(-2, 3), torch.mean, 0.5, 0.02),
+    "uniform variance": (lambda d: torch.empty(200_000, device=d).uniform_(-2, 3), torch.var, 25 / 12, 0.03),
+    "normal mean": (lambda d: torch.empty(200_000, device=d).normal_(1, 2), torch.mean, 1.0, 0.02),
+    "normal std": (lambda d: torch.empty(200_000, device=d).normal_(1, 2), torch.std, 2.0, 0.02),
+    "normal double std": (lambda d: torch.randn(200_000, device=d, dtype=torch.float64), torch.std, 1.0, 0.01),
+    "bernoulli mean": (lambda d: torch.empty(200_000, device=d).bernoulli_(0.3), torch.mean, 0.3, 0.005),
+    "exponential mean": (lambda d: torch.empty(200_000, device=d).exponential_(2), torch.mean, 0.5, 0.01),
+    "geometric mean": (lambda d: torch.empty(200_000, device=d).geometric_(0.2), torch.mean, 5.0, 0.05),
+    "log_normal log-mean": (lambda d: torch.empty(200_000, device=d).log_normal_(0.5, 0.4).log(), torch.mean, 0.5, 0.01),
+    "cauchy median": (lambda d: torch.empty(200_001, device=d).cauchy_(1, 2), torch.median, 1.0, 0.05),
+    "randint mean": (lambda d: torch.randint(0, 10, (200_000,), device=d).double(), torch.mean, 4.5, 0.03),
+    "random_ of uint8 mean": (lambda d: torch.empty(200_000, device=d, dtype=torch.uint8).random_().double(),
+                              torch.mean, 127.5, 0.5),
+    "dropout kept fraction": (lambda d: (torch.nn.functional.dropout(torch.ones(200_000, device=d), 0.4) != 0).double(),
+                              torch.mean, 0.6, 0.005),
+    "multinomial frequency": (lambda d: (torch.multinomial(torch.tensor([1.0, 3.0, 6.0], device=d), 100_000,
+                                                           replacement=True) == 2).double(), torch.mean, 0.6, 0.01),
+}
+
+
 class TestMydevRandom(TestCase):
     @parametrize("name", list(SAMPLERS))
     @dtypes(torch.float32, torch.float64)
-    def test_sampler_is_native_and_draws_the_cpu_numbers(self, device, dtype, name):
+    def test_sampler_is_native_and_reproducible(self, device, dtype, name):
         sampler = SAMPLERS[name]
-        expected = seeded(sampler, "cpu", dtype)
         with fallback_policy("error"):
-            actual = seeded(sampler, device, dtype)
-        self.assertEqual(actual, expected, atol=0, rtol=0)
+            first = seeded(sampler, device, dtype)
+            again = seeded(sampler, device, dtype)
+            other_seed = seeded(sampler, device, dtype, seed=12)
+        self.assertEqual(again, first, atol=0, rtol=0)
+        self.assertEqual(first.shape, seeded(sampler, "cpu", dtype).shape)
+        if name not in ("bernoulli", "multinomial", "randperm") or first.numel() > 100:
+            self.assertNotEqual(other_seed, first)
 
     @dtypes(torch.float16, torch.bfloat16, torch.int32, torch.uint8, torch.bool)
-    def test_samplers_of_other_dtypes_draw_the_cpu_numbers(self, device, dtype):
+    def test_samplers_of_other_dtypes_are_reproducible(self, device, dtype):
         samplers = ["random_", "bernoulli_float"] + ([] if dtype is torch.bool else ["random_to"])
         if dtype.is_floating_point:
             samplers += ["uniform_", "normal_", "exponential_", "rand", "dropout"]
         for name in samplers:
-            self.assertEqual(seeded(SAMPLERS[name], device, dtype), seeded(SAMPLERS[name], "cpu", dtype),
-                             atol=0, rtol=0, msg=name)
+            first = seeded(SAMPLERS[name], device, dtype)
+            self.assertEqual(first.dtype, dtype, msg=name)
+            self.assertEqual(seeded(SAMPLERS[name], device, dtype), first, atol=0, rtol=0, msg=name)
 
-    def test_generator_state_is_read_after_queued_draws(self, device):
-        # Queue work ahead of the draws, so that they are still pending when the state is read.
-        x = torch.randn(600, 600, device=device)
-        for _ in range(4):
-            x = x @ x / 600
-        generator = torch.Generator(device=device).manual_seed(3)
-        first = torch.rand(1000, device=device, generator=generator)
+    @parametrize("name", list(MOMENTS))
+    def test_distribution_moments(self, device, name):
+        sampler, statistic, expected, tolerance = MOMENTS[name]
+        torch.manual_seed(0)
+        value = statistic(sampler(device).cpu().double()).item()
+        self.assertLess(abs(value - expected), tolerance, msg=f"{name}: {value}, expected {expected}")
+
+    def test_samples_lie_in_their_support(self, device):
+        torch.manual_seed(1)
+        uniform = torch.empty(10_000, device=device).uniform_(-2, 3).cpu()
+        self.assertTrue(((uniform >= -2) & (uniform < 3)).all())
+        randint = torch.randint(-5, 9, (10_000,), device=device).cpu()
+        self.assertEqual(randint.unique().tolist(), list(range(-5, 9)))
+        self.assertEqual(torch.randperm(500, device=device).cpu().sort().values, torch.arange(500))
+        rows = torch.multinomial(torch.rand(6, 40, device=device), 12).cpu()
+        self.assertTrue(all(len(set(row.tolist())) == 12 for row in rows))
+        self.assertTrue((torch.empty(10_000, device=device).exponential_(3).cpu() >= 0).all())
+
+    def test_state_is_seed_and_offset_in_cuda_layout(self, device):
+        generator = torch.Generator(device=device).manual_seed(0x0102030405060708)
+        torch.rand(10, device=device, generator=generator)
+        torch.rand(10, device=device, generator=generator)
         state = generator.get_state()
-        second = torch.rand(1000, device=device, generator=generator)
+        self.assertEqual(state.dtype, torch.uint8)
+        self.assertEqual(state.numel(), 16)
+        self.assertEqual(state[:8].view(torch.int64).item(), 0x0102030405060708)
+        self.assertEqual(state[8:].view(torch.int64).item(), 8)  # each launch reserves 4 offsets, as on CUDA
+        self.assertEqual(generator.get_offset(), 8)
+        generator.set_offset(4)
+        self.assertEqual(generator.get_state()[8:].view(torch.int64).item(), 4)
+        with self.assertRaisesRegex(RuntimeError, "offset must be a multiple of 4"):
+            generator.set_offset(6)
+        with self.assertRaisesRegex(RuntimeError, "a mydev generator's state is 16 bytes"):
+            generator.set_state(torch.zeros(5056, dtype=torch.uint8))
+
+    def test_state_round_trip_and_offsets_replay_draws(self, device):
+        generator = torch.Generator(device=device).manual_seed(3)
+        torch.rand(100, device=device, generator=generator)
+        state = generator.get_state()
+        second = torch.rand(1000, device=device, generator=generator).cpu()
         generator.set_state(state)
-        self.assertEqual(torch.rand(1000, device=device, generator=generator).cpu(), second.cpu())
-        host = torch.Generator().manual_seed(3)
-        self.assertEqual(first.cpu(), torch.rand(1000, generator=host))
-        self.assertEqual(second.cpu(), torch.rand(1000, generator=host))
+        self.assertEqual(torch.rand(1000, device=device, generator=generator).cpu(), second)
+        generator.manual_seed(3)
+        generator.set_offset(4)
+        self.assertEqual(torch.rand(1000, device=device, generator=generator).cpu(), second)
+
+    def test_seeding_and_state_reads_do_not_wait_for_the_device(self, device):
+        torch.mydev.synchronize()
+        stream = torch.mydev.current_stream(device)
+        slow_kernel(device)
+        torch.rand(10, device=device)
+        torch.mydev.get_rng_state(device)
+        torch.mydev.manual_seed(4)
+        torch.mydev.default_generators[0].get_offset()
+        self.assertFalse(stream.query())  # the slow kernel is still running: nothing above waited for it
+        torch.mydev.synchronize()
+
+    def test_draws_depend_on_launch_order_not_on_which_stream_runs_first(self, device):
+        def draw(slow_stream):
+            torch.mydev.manual_seed(8)
+            streams = [torch.mydev.Stream(device=device), torch.mydev.Stream(device=device)]
+            results = []
+            for index, stream in enumerate(streams):
+                with torch.mydev.stream(stream):
+                    if index == slow_stream:
+                        slow_kernel(device)
+                    results.append(torch.randn(1000, device=device))
+            torch.mydev.synchronize()
+            return [r.cpu() for r in results]
+
+        # The slow kernel on the first stream makes the second stream's draw run first; on the second, last.
+        first_runs_last, first_runs_first = draw(slow_stream=0), draw(slow_stream=1)
+        self.assertEqual(first_runs_last, first_runs_first, atol=0, rtol=0)
+        self.assertNotEqual(first_runs_last[0], first_runs_last[1])
 
     def test_reseeding_after_queued_draws_affects_only_later_draws(self, device):
-        x = torch.randn(600, 600, device=device)
-        for _ in range(4):
-            x = x @ x / 600
+        slow_kernel(device)
         torch.mydev.manual_seed(1)
         before = torch.rand(500, device=device)
         torch.mydev.manual_seed(2)
         after = torch.rand(500, device=device)
-        self.assertEqual(before.cpu(), torch.rand(500, generator=torch.Generator().manual_seed(1)))
-        self.assertEqual(after.cpu(), torch.rand(500, generator=torch.Generator().manual_seed(2)))
+        torch.mydev.manual_seed(1)
+        self.assertEqual(before.cpu(), torch.rand(500, device=device).cpu())
+        torch.mydev.manual_seed(2)
+        self.assertEqual(after.cpu(), torch.rand(500, device=device).cpu())
 
     def test_default_generators_are_the_ones_random_operators_use(self, device):
         generators = torch.mydev.default_generators
@@ -94,7 +197,8 @@ class TestMydevRandom(TestCase):
         generators[1].manual_seed(5)
         with torch.mydev.device(1):
             drawn = torch.rand(4, device="mydev")
-        self.assertEqual(drawn.cpu(), torch.rand(4, generator=torch.Generator().manual_seed(5)))
+        self.assertEqual(generators[1].get_offset(), 4)
+        self.assertEqual(drawn.cpu(), torch.rand(4, device=device, generator=torch.Generator(device).manual_seed(5)).cpu())
         self.assertEqual(generators[1].initial_seed(), 5)
 
     def test_user_generators_are_independent_of_the_default_one(self, device):
@@ -103,9 +207,32 @@ class TestMydevRandom(TestCase):
         generator = torch.Generator(device=device).manual_seed(9)
         drawn = torch.randn(200, device=device, generator=generator)
         self.assertEqual(torch.mydev.get_rng_state(), default_state)
-        self.assertEqual(drawn.cpu(), torch.randn(200, generator=torch.Generator().manual_seed(9)))
+        torch.mydev.manual_seed(9)
+        self.assertEqual(drawn.cpu(), torch.randn(200, device=device).cpu())
         with self.assertRaisesRegex(RuntimeError, "Expected a mydev generator"):
             torch.rand(3, device=device, generator=torch.Generator())
+
+    def test_graph_safe_state_is_shared(self, device):
+        generator = torch.Generator(device=device).manual_seed(2)
+        shared = generator.graphsafe_get_state()
+        torch.rand(3, device=device, generator=generator)
+        self.assertEqual(shared.get_offset(), 4)
+        other = torch.Generator(device=device).manual_seed(7)
+        generator.graphsafe_set_state(other)
+        torch.rand(3, device=device, generator=generator)
+        self.assertEqual(other.get_offset(), 4)
+        self.assertEqual(generator.initial_seed(), 7)
+
+    def test_fallback_random_operators_draw_from_the_device_generator(self, device):
+        # poisson runs ATen's CPU kernel through the fallback: its CPU generator is seeded from a reservation.
+        rates = torch.full((10_000,), 4.0, device=device)
+        torch.mydev.manual_seed(3)
+        first = torch.poisson(rates).cpu()
+        offset = torch.mydev.default_generators[0].get_offset()
+        torch.mydev.manual_seed(3)
+        self.assertEqual(torch.poisson(rates).cpu(), first)
+        self.assertEqual(offset, 4)
+        self.assertLess(abs(first.mean().item() - 4.0), 0.1)
 
     @parametrize("case", [
         ("uniform_ of int64", lambda d: torch.empty(3, device=d, dtype=torch.int64).uniform_()),

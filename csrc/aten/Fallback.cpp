@@ -297,8 +297,8 @@ std::vector<ArgSlot> argumentSlots(const c10::FunctionSchema& schema, c10::Array
         slot.tensors.push_back(element.isTensor() ? captureTensor(element.toTensor()) : CapturedTensor{});
       }
     } else if (isGeneratorArgument(schema.arguments()[i])) {
-      slot.plain = kernelEngine(value.isGenerator() ? std::optional<at::Generator>(value.toGenerator()) : std::nullopt,
-                                device);
+      slot.plain = reserveCpuGenerator(
+          value.isGenerator() ? std::optional<at::Generator>(value.toGenerator()) : std::nullopt, device);
     } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
       slot.plain = c10::Device(c10::DeviceType::CPU);
     } else {

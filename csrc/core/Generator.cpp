@@ -3,71 +3,98 @@
 #include "Device.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/PhiloxRNGEngine.h>
+#include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 
-#include <memory>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
 namespace torch_mydev {
 
-// Random kernels draw from the engine on the stream worker, in stream order,
-// when they run. Reading or replacing the engine's state from the host must
-// first let every queued kernel of the device draw, so that the host sees
-// (and changes) the state in program order, as CUDA's launch-time offsets do.
-void MydevGeneratorImpl::awaitQueuedDraws() const { synchronizeDevice(device().index()); }
+namespace {
+
+constexpr size_t kStateBytes = 2 * sizeof(uint64_t);
+
+}  // namespace
 
 MydevGeneratorImpl::MydevGeneratorImpl(c10::DeviceIndex device, uint64_t seed)
+    : MydevGeneratorImpl(device, c10::make_intrusive<State>()) {
+  state_->seed = seed;
+}
+
+MydevGeneratorImpl::MydevGeneratorImpl(c10::DeviceIndex device, c10::intrusive_ptr<State> state)
     : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, device),
                          c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
-      engine_(at::make_generator<at::CPUGeneratorImpl>(seed)) {}
+      state_(std::move(state)) {}
 
 void MydevGeneratorImpl::set_current_seed(uint64_t seed) {
-  awaitQueuedDraws();
-  std::lock_guard<std::mutex> lock(engineMutex());
-  engine_.unsafeGetGeneratorImpl()->set_current_seed(seed);
+  state_->seed = seed;
+  state_->offset = 0;
 }
 
 void MydevGeneratorImpl::set_offset(uint64_t offset) {
-  awaitQueuedDraws();
-  std::lock_guard<std::mutex> lock(engineMutex());
-  engine_.unsafeGetGeneratorImpl()->set_offset(offset);
+  TORCH_CHECK(offset % 4 == 0, "offset must be a multiple of 4, as each Philox draw consumes 4 offsets; got ", offset);
+  state_->offset = offset;
 }
 
-uint64_t MydevGeneratorImpl::get_offset() const {
-  awaitQueuedDraws();
-  std::lock_guard<std::mutex> lock(engineMutex());
-  return engine_.unsafeGetGeneratorImpl()->get_offset();
-}
+uint64_t MydevGeneratorImpl::get_offset() const { return state_->offset; }
 
-uint64_t MydevGeneratorImpl::current_seed() const {
-  std::lock_guard<std::mutex> lock(engineMutex());
-  return engine_.unsafeGetGeneratorImpl()->current_seed();
-}
+uint64_t MydevGeneratorImpl::current_seed() const { return state_->seed; }
 
 uint64_t MydevGeneratorImpl::seed() {
-  awaitQueuedDraws();
-  std::lock_guard<std::mutex> lock(engineMutex());
-  return engine_.unsafeGetGeneratorImpl()->seed();
+  const uint64_t random = c10::detail::getNonDeterministicRandom(true);
+  set_current_seed(random);
+  return random;
+}
+
+// As CUDA's: a uint8 tensor of 16 bytes, the seed then the offset (native byte order).
+c10::intrusive_ptr<c10::TensorImpl> MydevGeneratorImpl::get_state() const {
+  auto state = at::detail::empty_cpu({static_cast<int64_t>(kStateBytes)}, c10::ScalarType::Byte, std::nullopt,
+                                     std::nullopt, std::nullopt, std::nullopt);
+  auto* bytes = state.data_ptr<uint8_t>();
+  std::memcpy(bytes, &state_->seed, sizeof(uint64_t));
+  std::memcpy(bytes + sizeof(uint64_t), &state_->offset, sizeof(uint64_t));
+  return state.getIntrusivePtr();
 }
 
 void MydevGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
-  awaitQueuedDraws();
-  std::lock_guard<std::mutex> lock(engineMutex());
-  engine_.unsafeGetGeneratorImpl()->set_state(new_state);
+  at::detail::check_rng_state(new_state);
+  TORCH_CHECK(static_cast<size_t>(new_state.numel()) == kStateBytes,
+              "RNG state is wrong size: a mydev generator's state is 16 bytes, (seed, offset) as CUDA's; got ",
+              new_state.numel(), " bytes");
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  const auto* bytes = new_state.data_dtype_initialized<uint8_t>();
+  std::memcpy(&seed, bytes, sizeof(uint64_t));
+  std::memcpy(&offset, bytes + sizeof(uint64_t), sizeof(uint64_t));
+  TORCH_CHECK(offset % 4 == 0, "RNG state's offset must be a multiple of 4; got ", offset);
+  state_->seed = seed;
+  state_->offset = offset;
 }
 
-c10::intrusive_ptr<c10::TensorImpl> MydevGeneratorImpl::get_state() const {
-  awaitQueuedDraws();
-  std::lock_guard<std::mutex> lock(engineMutex());
-  return engine_.unsafeGetGeneratorImpl()->get_state();
+void MydevGeneratorImpl::graphsafe_set_state(const c10::intrusive_ptr<c10::GeneratorImpl>& state) {
+  auto* other = dynamic_cast<MydevGeneratorImpl*>(state.get());
+  TORCH_CHECK(other != nullptr, "Expected a mydev generator's graph-safe state, got a generator of ",
+              state->device());
+  state_ = other->state_;
+}
+
+c10::intrusive_ptr<c10::GeneratorImpl> MydevGeneratorImpl::graphsafe_get_state() const {
+  return c10::intrusive_ptr<MydevGeneratorImpl>::reclaim(new MydevGeneratorImpl(device().index(), state_));
+}
+
+PhiloxLaunch MydevGeneratorImpl::reserve(uint64_t increment) {
+  const PhiloxLaunch launch{state_->seed, state_->offset};
+  state_->offset += ((increment + 3) / 4) * 4;
+  return launch;
 }
 
 MydevGeneratorImpl* MydevGeneratorImpl::clone_impl() const {
-  awaitQueuedDraws();
-  std::lock_guard<std::mutex> lock(engineMutex());
-  auto* copy = new MydevGeneratorImpl(device().index(), 0);
-  copy->engine_ = engine_.clone();
+  auto* copy = new MydevGeneratorImpl(device().index(), state_->seed);
+  copy->state_->offset = state_->offset;
   return copy;
 }
 
@@ -87,13 +114,27 @@ at::Generator newGenerator(c10::DeviceIndex device) {
   return at::make_generator<MydevGeneratorImpl>(resolveDevice(device), c10::default_rng_seed_val);
 }
 
-at::Generator kernelEngine(const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
+PhiloxLaunch reservePhilox(const std::optional<at::Generator>& generator, c10::DeviceIndex device,
+                           uint64_t increment) {
   const at::Generator& chosen =
       generator.has_value() && generator->defined() ? *generator : defaultGenerator(device);
   auto* impl = dynamic_cast<MydevGeneratorImpl*>(chosen.unsafeGetGeneratorImpl());
   TORCH_CHECK(impl != nullptr, "Expected a mydev generator for an operation on mydev:", static_cast<int>(device),
               ", but got a generator of device ", chosen.device());
-  return impl->engine();
+  std::lock_guard<std::mutex> lock(impl->mutex_);
+  return impl->reserve(increment);
+}
+
+}  // namespace torch_mydev
+
+namespace torch_mydev {
+
+at::Generator reserveCpuGenerator(const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
+  const PhiloxLaunch launch = reservePhilox(generator, device);
+  at::Philox4_32 stream(launch.seed, launch.offset / 4, 0);
+  const uint64_t low = stream();
+  const uint64_t high = stream();
+  return at::make_generator<at::CPUGeneratorImpl>((high << 32) | low);
 }
 
 }  // namespace torch_mydev

@@ -3,31 +3,37 @@
 // cauchy_, geometric_) and the sampling operators with outputs (normal with
 // tensor parameters, multinomial, randperm).
 //
-// The kernel is queued on the stream and runs ATen's CPU kernel over device
-// memory with the generator's CPU engine, so a seed gives the same numbers as
-// on the CPU. Draws happen in stream order when the kernel runs; the
-// generator's host-side accessors wait for them (core/Generator.cpp).
+// Each call reserves its draws from the device generator on the calling thread
+// (core/Generator.h) and queues a kernel that runs ATen's own CPU sampling code
+// (ATen/native/DistributionTemplates.h, the templates ATen's CPU kernels are
+// built from) over device memory with the Philox stream of that reservation
+// (PhiloxGenerator.h). The numbers depend on the seed and the launch order
+// only, as on CUDA; they are not the CPU's numbers (nor are CUDA's).
 //
 // The call is validated on the calling thread, so that bad parameters and
 // unsupported dtypes raise there with the CPU's exception and message: the
-// same CPU function runs first over one-element host tensors of the arguments'
-// dtypes with a scratch generator (ATen's Meta kernels of these operators
-// skip most of the CPU's checks).
-// Checks that read the data (normal's tensor std >= 0, multinomial's
-// probabilities) run in the kernel and report at the next synchronization,
-// as device-side assertions do on CUDA.
+// same sampling code runs first over a one-element host tensor of the
+// argument's dtype (ATen's Meta kernels of these operators skip most of the
+// CPU's checks). Checks that read the data (normal's tensor std >= 0,
+// multinomial's probabilities) run in the kernel and report at the next
+// synchronization, as device-side assertions do on CUDA.
 #include "NativeCall.h"
-
-#include "../core/Generator.h"
+#include "PhiloxGenerator.h"
 
 #include <ATen/CPUFunctions.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/native/DistributionTemplates.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TensorFactories.h>
-#include <ATen/ops/ones.h>
+#include <ATen/native/cpu/DistributionTemplates.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ones.h>
 #include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
 
 namespace torch_mydev::native {
 
@@ -36,13 +42,12 @@ namespace {
 using at::Generator;
 using at::Tensor;
 using OptionalGenerator = std::optional<Generator>;
+namespace templates = at::native::templates;
+namespace cpu = at::native::templates::cpu;
+using Rng = PhiloxKernelGenerator;
 
-// Draws made while validating on host probes come from here, never
-// from a device generator.
-const Generator& scratchGenerator() {
-  static const Generator generator = at::make_generator<at::CPUGeneratorImpl>(0);
-  return generator;
-}
+// What validation draws from: a stream no device generator uses.
+Generator probeGenerator() { return philoxKernelGenerator(PhiloxLaunch{0, 0}); }
 
 // One element of value 1: a valid probability, standard deviation and mean,
 // so that validation never fails on the probe's data. (The CPU samplers skip
@@ -51,33 +56,34 @@ Tensor hostProbe(const Tensor& tensor) { return at::ones({1}, tensor.options().d
 
 Tensor metaOfShape(const Tensor& tensor) { return at::empty(tensor.sizes(), tensor.options().device(c10::kMeta)); }
 
-// sample(self, generator) runs ATen's CPU sampler: first over a host probe
-// (validation), then on the stream over device memory.
+// sample(self, generator) runs ATen's sampling code: first over a host probe
+// (validation), then on the stream over device memory with the launch's stream.
 template <typename Sample>
 Tensor& sampleInPlace(const char* name, Tensor& self, const OptionalGenerator& generator, Sample sample) {
   NativeCall call(name, self);
   Tensor probe = hostProbe(self);
-  sample(probe, scratchGenerator());
-  call.launch([sample](Tensor self, const Generator& engine) { sample(self, engine); }, self,
-              kernelEngine(generator, call.device()));
+  sample(probe, probeGenerator());
+  call.launch([sample](Tensor self, PhiloxLaunch launch) { sample(self, philoxKernelGenerator(launch)); }, self,
+              reservePhilox(generator, call.device()));
   return self;
 }
 
 Tensor& uniform(Tensor& self, double from, double to, OptionalGenerator generator) {
   return sampleInPlace("aten::uniform_", self, generator, [from, to](Tensor& self, const Generator& engine) {
-    at::cpu::uniform_(self, from, to, engine);
+    templates::uniform_impl_<cpu::UniformKernel, Rng>(self, from, to, engine);
   });
 }
 
 Tensor& normalInPlace(Tensor& self, double mean, double stddev, OptionalGenerator generator) {
   return sampleInPlace("aten::normal_", self, generator, [mean, stddev](Tensor& self, const Generator& engine) {
-    at::cpu::normal_(self, mean, stddev, engine);
+    templates::normal_impl_<cpu::NormalKernel, Rng>(self, mean, stddev, engine);
   });
 }
 
 Tensor& bernoulliFloat(Tensor& self, double p, OptionalGenerator generator) {
-  return sampleInPlace("aten::bernoulli_.float", self, generator,
-                       [p](Tensor& self, const Generator& engine) { at::cpu::bernoulli_(self, p, engine); });
+  return sampleInPlace("aten::bernoulli_.float", self, generator, [p](Tensor& self, const Generator& engine) {
+    templates::bernoulli_impl_<cpu::BernoulliKernel, Rng>(self, p, engine);
+  });
 }
 
 Tensor& bernoulliTensor(Tensor& self, const Tensor& p, OptionalGenerator generator) {
@@ -86,58 +92,61 @@ Tensor& bernoulliTensor(Tensor& self, const Tensor& p, OptionalGenerator generat
   const Tensor p_meta = metaOfShape(p);
   at::expand_inplace(metaOfShape(self), p_meta);
   Tensor probe = hostProbe(self);
-  at::cpu::bernoulli_(probe, hostProbe(p), scratchGenerator());
-  call.launch([](Tensor self, const Tensor& p, const Generator& engine) { at::cpu::bernoulli_(self, p, engine); },
-              self, p, kernelEngine(generator, call.device()));
+  templates::bernoulli_impl_<cpu::BernoulliKernel, Rng>(probe, hostProbe(p), probeGenerator());
+  call.launch(
+      [](Tensor self, const Tensor& p, PhiloxLaunch launch) {
+        templates::bernoulli_impl_<cpu::BernoulliKernel, Rng>(self, p, philoxKernelGenerator(launch));
+      },
+      self, p, reservePhilox(generator, call.device()));
   return self;
 }
 
 Tensor& randomFull(Tensor& self, OptionalGenerator generator) {
-  return sampleInPlace(
-      "aten::random_", self, generator,
-      [](Tensor& self, const Generator& engine) { at::cpu::random_(self, engine); });
+  return sampleInPlace("aten::random_", self, generator, [](Tensor& self, const Generator& engine) {
+    templates::random_impl<cpu::RandomKernel, Rng>(self, engine);
+  });
 }
 
 Tensor& randomTo(Tensor& self, int64_t to, OptionalGenerator generator) {
-  return sampleInPlace(
-      "aten::random_.to", self, generator,
-      [to](Tensor& self, const Generator& engine) { at::cpu::random_(self, to, engine); });
+  return sampleInPlace("aten::random_.to", self, generator, [to](Tensor& self, const Generator& engine) {
+    templates::random_from_to_impl<cpu::RandomFromToKernel, Rng>(self, 0, to, engine);
+  });
 }
 
 Tensor& randomFrom(Tensor& self, int64_t from, std::optional<int64_t> to, OptionalGenerator generator) {
-  return sampleInPlace(
-      "aten::random_.from", self, generator,
-      [from, to](Tensor& self, const Generator& engine) { at::cpu::random_(self, from, to, engine); });
+  return sampleInPlace("aten::random_.from", self, generator, [from, to](Tensor& self, const Generator& engine) {
+    templates::random_from_to_impl<cpu::RandomFromToKernel, Rng>(self, from, to, engine);
+  });
 }
 
 Tensor& exponential(Tensor& self, double lambd, OptionalGenerator generator) {
-  return sampleInPlace(
-      "aten::exponential_", self, generator,
-      [lambd](Tensor& self, const Generator& engine) { at::cpu::exponential_(self, lambd, engine); });
+  return sampleInPlace("aten::exponential_", self, generator, [lambd](Tensor& self, const Generator& engine) {
+    templates::exponential_impl_<cpu::ExponentialKernel, Rng>(self, lambd, engine);
+  });
 }
 
 Tensor& logNormal(Tensor& self, double mean, double stddev, OptionalGenerator generator) {
-  return sampleInPlace(
-      "aten::log_normal_", self, generator,
-      [mean, stddev](Tensor& self, const Generator& engine) { at::cpu::log_normal_(self, mean, stddev, engine); });
+  return sampleInPlace("aten::log_normal_", self, generator, [mean, stddev](Tensor& self, const Generator& engine) {
+    templates::log_normal_impl_<cpu::LogNormalKernel, Rng>(self, mean, stddev, engine);
+  });
 }
 
 Tensor& cauchy(Tensor& self, double median, double sigma, OptionalGenerator generator) {
-  return sampleInPlace(
-      "aten::cauchy_", self, generator,
-      [median, sigma](Tensor& self, const Generator& engine) { at::cpu::cauchy_(self, median, sigma, engine); });
+  return sampleInPlace("aten::cauchy_", self, generator, [median, sigma](Tensor& self, const Generator& engine) {
+    templates::cauchy_impl_<cpu::CauchyKernel, Rng>(self, median, sigma, engine);
+  });
 }
 
 Tensor& geometric(Tensor& self, double p, OptionalGenerator generator) {
-  return sampleInPlace(
-      "aten::geometric_", self, generator,
-      [p](Tensor& self, const Generator& engine) { at::cpu::geometric_(self, p, engine); });
+  return sampleInPlace("aten::geometric_", self, generator, [p](Tensor& self, const Generator& engine) {
+    templates::geometric_impl_<cpu::GeometricKernel, Rng>(self, p, engine);
+  });
 }
 
 // normal(mean, std) with tensor parameters. The functional output is
 // contiguous, with the broadcast shape and the dtype of the tensor parameters,
 // as on the CPU; an out= tensor takes the shape shape() gives after
-// validation. Each variant passes sample(generator, out, tensor parameters...);
+// validation. Each variant passes sample(out, generator, tensor parameters...);
 // a parameter given as a double is captured by the lambda.
 template <typename... Parameters>
 at::DimVector normalShape(const Parameters&... parameters) {
@@ -153,23 +162,23 @@ Tensor normalWithTensors(const char* name, const OptionalGenerator& generator, S
   NativeCall call(name, parameters..., out);
   const Tensor& first = std::get<0>(std::tie(parameters...));
   Tensor probe = hostProbe(out.defined() ? out : first);
-  sample(scratchGenerator(), probe, hostProbe(parameters)...);
+  sample(probe, probeGenerator(), hostProbe(parameters)...);
   if (out.defined()) {
     at::native::resize_output(out, shape());
   } else {
     out = at::empty(shape(), first.options());
   }
-  call.launch([sample](Tensor out, const Generator& engine, const auto&... parameters) {
-    sample(engine, out, parameters...);
-  }, out, kernelEngine(generator, call.device()), parameters...);
+  call.launch([sample](Tensor out, PhiloxLaunch launch, const auto&... parameters) {
+    sample(out, philoxKernelGenerator(launch), parameters...);
+  }, out, reservePhilox(generator, call.device()), parameters...);
   return out;
 }
 
 Tensor normalTensorFloat(const Tensor& mean, double stddev, OptionalGenerator generator) {
   return normalWithTensors(
       "aten::normal.Tensor_float", generator,
-      [stddev](const Generator& engine, Tensor& out, const Tensor& mean) {
-        at::cpu::normal_outf(mean, stddev, engine, out);
+      [stddev](Tensor& out, const Generator& engine, const Tensor& mean) {
+        templates::normal_out_impl<cpu::NormalKernel, Rng>(out, mean, stddev, engine);
       },
       [&] { return normalShape(mean); }, Tensor(), mean);
 }
@@ -177,8 +186,8 @@ Tensor normalTensorFloat(const Tensor& mean, double stddev, OptionalGenerator ge
 Tensor& normalTensorFloatOut(const Tensor& mean, double stddev, OptionalGenerator generator, Tensor& out) {
   normalWithTensors(
       "aten::normal.Tensor_float_out", generator,
-      [stddev](const Generator& engine, Tensor& out, const Tensor& mean) {
-        at::cpu::normal_outf(mean, stddev, engine, out);
+      [stddev](Tensor& out, const Generator& engine, const Tensor& mean) {
+        templates::normal_out_impl<cpu::NormalKernel, Rng>(out, mean, stddev, engine);
       },
       // The CPU broadcasts the mean with the output's current shape.
       [&] { return at::infer_size_dimvector(mean.sizes(), out.sizes()); }, out, mean);
@@ -188,8 +197,8 @@ Tensor& normalTensorFloatOut(const Tensor& mean, double stddev, OptionalGenerato
 Tensor normalFloatTensor(double mean, const Tensor& stddev, OptionalGenerator generator) {
   return normalWithTensors(
       "aten::normal.float_Tensor", generator,
-      [mean](const Generator& engine, Tensor& out, const Tensor& stddev) {
-        at::cpu::normal_outf(mean, stddev, engine, out);
+      [mean](Tensor& out, const Generator& engine, const Tensor& stddev) {
+        templates::normal_out_impl<cpu::NormalKernel, Rng>(out, mean, stddev, engine);
       },
       [&] { return normalShape(stddev); }, Tensor(), stddev);
 }
@@ -197,8 +206,8 @@ Tensor normalFloatTensor(double mean, const Tensor& stddev, OptionalGenerator ge
 Tensor& normalFloatTensorOut(double mean, const Tensor& stddev, OptionalGenerator generator, Tensor& out) {
   normalWithTensors(
       "aten::normal.float_Tensor_out", generator,
-      [mean](const Generator& engine, Tensor& out, const Tensor& stddev) {
-        at::cpu::normal_outf(mean, stddev, engine, out);
+      [mean](Tensor& out, const Generator& engine, const Tensor& stddev) {
+        templates::normal_out_impl<cpu::NormalKernel, Rng>(out, mean, stddev, engine);
       },
       [&] { return normalShape(stddev); }, out, stddev);
   return out;
@@ -207,8 +216,8 @@ Tensor& normalFloatTensorOut(double mean, const Tensor& stddev, OptionalGenerato
 Tensor normalTensorTensor(const Tensor& mean, const Tensor& stddev, OptionalGenerator generator) {
   return normalWithTensors(
       "aten::normal.Tensor_Tensor", generator,
-      [](const Generator& engine, Tensor& out, const Tensor& mean, const Tensor& stddev) {
-        at::cpu::normal_outf(mean, stddev, engine, out);
+      [](Tensor& out, const Generator& engine, const Tensor& mean, const Tensor& stddev) {
+        templates::normal_out_impl<cpu::NormalKernel, Rng>(out, mean, stddev, engine);
       },
       [&] { return normalShape(mean, stddev); }, Tensor(), mean, stddev);
 }
@@ -216,8 +225,8 @@ Tensor normalTensorTensor(const Tensor& mean, const Tensor& stddev, OptionalGene
 Tensor& normalTensorTensorOut(const Tensor& mean, const Tensor& stddev, OptionalGenerator generator, Tensor& out) {
   normalWithTensors(
       "aten::normal.Tensor_Tensor_out", generator,
-      [](const Generator& engine, Tensor& out, const Tensor& mean, const Tensor& stddev) {
-        at::cpu::normal_outf(mean, stddev, engine, out);
+      [](Tensor& out, const Generator& engine, const Tensor& mean, const Tensor& stddev) {
+        templates::normal_out_impl<cpu::NormalKernel, Rng>(out, mean, stddev, engine);
       },
       [&] { return normalShape(mean, stddev); }, out, mean, stddev);
   return out;
@@ -240,16 +249,58 @@ at::DimVector multinomialShape(const Tensor& self, int64_t num_samples) {
   return self.dim() == 1 ? at::DimVector{num_samples} : at::DimVector{self.size(0), num_samples};
 }
 
-// An invalid distribution (negative, infinite or all-zero weights) is found
-// by the kernel, on the stream.
+// On the worker, over host aliases: ATen's algorithm (native/Distributions.cpp
+// and its CPU kernel), with the checks that read the weights. Without
+// replacement: the largest weight / Exp(1) keys. With replacement: a uniform
+// draw per sample, searched in the row's cumulative weights.
+void sampleMultinomial(const Tensor& self, int64_t num_samples, bool replacement, Tensor& out,
+                       const Generator& engine) {
+  const Tensor weights = self.to(at::kDouble).reshape({-1, self.size(-1)});
+  const bool fast_path = !replacement || num_samples == 1;
+  TORCH_CHECK(!fast_path || (weights.max().item<double>() < INFINITY && weights.min().item<double>() >= 0),
+              "probability tensor contains either `inf`, `nan` or element < 0");
+  const Tensor row_sums = weights.sum(1);
+  TORCH_CHECK(!fast_path || !(row_sums == 0).any().item<bool>(),
+              "invalid multinomial distribution (sum of probabilities <= 0)");
+  Tensor result = out.view({weights.size(0), num_samples});
+  auto values = result.accessor<int64_t, 2>();
+  if (fast_path) {
+    Tensor keys = at::empty_like(weights);
+    templates::exponential_impl_<cpu::ExponentialKernel, Rng>(keys, 1.0, engine);
+    keys = weights / keys;
+    result.copy_(std::get<1>(keys.topk(num_samples, -1)));
+    return;
+  }
+  const Tensor cumulative = weights.cumsum(1).contiguous();
+  const double* sums = cumulative.const_data_ptr<double>();
+  const int64_t categories = weights.size(1);
+  auto* rng = engine.get<PhiloxKernelGenerator>();
+  at::uniform_real_distribution<double> uniform(0, 1);
+  for (int64_t row = 0; row < weights.size(0); ++row) {
+    const double* row_sums_begin = sums + row * categories;
+    for (int64_t category = 0; category < categories; ++category) {
+      const double weight = (category == 0 ? row_sums_begin[0] : row_sums_begin[category] - row_sums_begin[category - 1]);
+      TORCH_CHECK(weight >= 0, "invalid multinomial distribution (encountering probability entry < 0)");
+      TORCH_CHECK(std::isfinite(weight), "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+    }
+    const double total = row_sums_begin[categories - 1];
+    TORCH_CHECK(total > 0, "invalid multinomial distribution (sum of probabilities <= 0)");
+    for (int64_t sample = 0; sample < num_samples; ++sample) {
+      const double target = uniform(rng) * total;
+      const double* found = std::upper_bound(row_sums_begin, row_sums_begin + categories, target);
+      values[row][sample] = std::min<int64_t>(found - row_sums_begin, categories - 1);
+    }
+  }
+}
+
 Tensor& multinomialOut(const Tensor& self, int64_t num_samples, bool replacement, OptionalGenerator generator,
                        Tensor& out) {
   NativeCall call("aten::multinomial.out", self, out);
   checkMultinomial(self, num_samples, replacement);
   at::native::resize_output(out, multinomialShape(self, num_samples));
-  call.launch([num_samples, replacement](const Tensor& self, Tensor out, const Generator& engine) {
-    at::cpu::multinomial_outf(self, num_samples, replacement, engine, out);
-  }, self, out, kernelEngine(generator, call.device()));
+  call.launch([num_samples, replacement](const Tensor& self, Tensor out, PhiloxLaunch launch) {
+    sampleMultinomial(self, num_samples, replacement, out, philoxKernelGenerator(launch));
+  }, self, out, reservePhilox(generator, call.device()));
   return out;
 }
 
@@ -258,13 +309,25 @@ Tensor multinomial(const Tensor& self, int64_t num_samples, bool replacement, Op
   return multinomialOut(self, num_samples, replacement, std::move(generator), out);
 }
 
+// Fisher-Yates over 0..n-1, as ATen's CPU randperm.
+void samplePermutation(int64_t n, Tensor& out, const Generator& engine) {
+  Tensor permutation = at::arange(n, out.options().dtype(at::kLong));
+  int64_t* values = permutation.data_ptr<int64_t>();
+  auto* rng = engine.get<PhiloxKernelGenerator>();
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const int64_t chosen = i + static_cast<int64_t>(rng->random64() % static_cast<uint64_t>(n - i));
+    std::swap(values[i], values[chosen]);
+  }
+  out.copy_(permutation);
+}
+
 Tensor& randpermOut(int64_t n, OptionalGenerator generator, Tensor& out) {
   NativeCall call("aten::randperm.generator_out", out);
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   at::native::check_supported_max_int_with_precision(n, hostProbe(out));
   at::native::resize_output(out, {n});
-  call.launch([n](Tensor out, const Generator& engine) { at::cpu::randperm_outf(n, engine, out); }, out,
-              kernelEngine(generator, call.device()));
+  call.launch([n](Tensor out, PhiloxLaunch launch) { samplePermutation(n, out, philoxKernelGenerator(launch)); },
+              out, reservePhilox(generator, call.device()));
   return out;
 }
 

@@ -62,24 +62,29 @@ def json_number(value):
     return str(value)
 
 
-def compare(actual, expected, tolerance, device_type, where):
-    """The first difference between ``actual`` (the device's result) and ``expected``, or None."""
+def compare(actual, expected, tolerance, device_type, where, *, values=True):
+    """The first difference between ``actual`` (the device's result) and ``expected``, or None. With
+    ``values=False``, only what does not depend on the values: structure, types, devices, dtypes, shapes, layouts
+    (for results drawn from a random generator, whose numbers devices do not share)."""
     actual_leaves, actual_spec = pytree.tree_flatten_with_path(actual)
     expected_leaves, expected_spec = pytree.tree_flatten_with_path(expected)
     if actual_spec != expected_spec:
         return Mismatch(where, _clip(f"result structure differs: expected {expected_spec}, got {actual_spec}"))
     for (path, actual_leaf), (_, expected_leaf) in zip(actual_leaves, expected_leaves):
-        mismatch = compare_leaf(actual_leaf, expected_leaf, tolerance, device_type, where + pytree.keystr(path))
+        leaf_where = where + pytree.keystr(path)
+        mismatch = compare_leaf(actual_leaf, expected_leaf, tolerance, device_type, leaf_where, values=values)
         if mismatch is not None:
             return mismatch
     return None
 
 
-def compare_leaf(actual, expected, tolerance, device_type, where):
+def compare_leaf(actual, expected, tolerance, device_type, where, *, values=True):
     if isinstance(expected, torch.Tensor):
-        return _compare_tensor(actual, expected, tolerance, device_type, where)
+        return _compare_tensor(actual, expected, tolerance, device_type, where, values)
     if type(actual) is not type(expected):
         return Mismatch(where, f"expected a {type(expected).__name__}, got a {type(actual).__name__}")
+    if not values:
+        return None
     if isinstance(expected, (float, complex)):
         dtype = torch.complex128 if isinstance(expected, complex) else torch.float64
         return _compare_values(torch.tensor(actual, dtype=dtype), torch.tensor(expected, dtype=dtype), tolerance, where)
@@ -88,7 +93,7 @@ def compare_leaf(actual, expected, tolerance, device_type, where):
     return None
 
 
-def _compare_tensor(actual, expected, tolerance, device_type, where):
+def _compare_tensor(actual, expected, tolerance, device_type, where, values):
     if not isinstance(actual, torch.Tensor):
         return Mismatch(where, f"expected a tensor, got a {type(actual).__name__}")
     if device_type is not None and actual.device.type != device_type:
@@ -99,6 +104,8 @@ def _compare_tensor(actual, expected, tolerance, device_type, where):
         return Mismatch(where, f"shape differs: expected {tuple(expected.shape)}, got {tuple(actual.shape)}")
     if actual.layout != expected.layout:
         return Mismatch(where, f"layout differs: expected {expected.layout}, got {actual.layout}")
+    if not values:
+        return None
     return _compare_values(actual.detach().cpu(), expected.detach(), tolerance, where)
 
 

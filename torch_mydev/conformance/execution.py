@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 from torch.testing._internal.common_utils import DeterministicGuard
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .outcome import BOTH_RAISE, ERROR, SampleOutcome, exception_text
 
@@ -42,6 +43,26 @@ def execute(function, *, seed, device):
     except Exception as exception:
         return Execution.raised(exception)
     return Execution(value=value)
+
+
+class _SeededOperatorRecorder(TorchDispatchMode):
+    """Notes whether any ATen operator that draws random numbers (tagged ``nondeterministic_seeded``) ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.seeded = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seeded = self.seeded or torch.Tag.nondeterministic_seeded in func.tags
+        return func(*args, **(kwargs or {}))
+
+
+def draws_random_numbers(function, *, seed, device):
+    """Whether ``function`` runs an ATen operator that draws random numbers (run once more to see)."""
+    recorder = _SeededOperatorRecorder()
+    with recorder:
+        execute(function, seed=seed, device=device)
+    return recorder.seeded
 
 
 def deterministic_mode():

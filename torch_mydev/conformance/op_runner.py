@@ -9,12 +9,13 @@ which).
 from itertools import islice
 
 from .compare import Tolerance, compare
-from .execution import CPU, deterministic_mode, execute, judge_exceptions
+from .execution import CPU, deterministic_mode, draws_random_numbers, execute, judge_exceptions
 from .gradients import Differentiability, compare_gradients, labelled_tensors
 from .outcome import (
     BOTH_RAISE,
     MISMATCH,
     PASS,
+    PASS_RANDOM,
     SKIPPED,
     PASS_DETERMINISTIC,
     PairTally,
@@ -87,6 +88,8 @@ def run_sample(op, sample, call, placement, differentiable, *, device, tolerance
     if judged is not None:
         return judged
     mismatch = compare(actual.value, expected.value, tolerance, result_device_type(moved, device), "output")
+    if mismatch is not None and _draws_random_numbers(op, spare, placement, device=device, seed=seed):
+        return _judge_random_sample(op, sample, spare, placement, expected, actual, device=device, seed=seed)
     if mismatch is not None and not _reference_repeats(op, sample, spare, expected.value, tolerance, seed):
         message = f"the CPU reference gives another result when run again ({mismatch.describe()})"
         return SampleOutcome(SKIPPED, "forward", message)
@@ -96,6 +99,30 @@ def run_sample(op, sample, call, placement, differentiable, *, device, tolerance
         return SampleOutcome(PASS)
     backward = _compare_backward(op, sample, *graded, device=device, tolerance=tolerance, seed=seed)
     return backward or SampleOutcome(PASS)
+
+
+def _draws_random_numbers(op, spare, placement, *, device, seed):
+    moved = DeviceTransfer(device).call(spare, placement)
+    return draws_random_numbers(lambda: op(moved.input, *moved.args, **moved.kwargs), seed=seed, device=device)
+
+
+def _judge_random_sample(op, sample, spare, placement, expected, actual, *, device, seed):
+    """A sample whose values differ because it drew random numbers on the device: it must have the reference's
+    structure, dtypes and shapes, and give the same values when the device runs it again from the same seed
+    (PASS_RANDOM in outcome.py)."""
+    moved = DeviceTransfer(device).call(spare, placement)
+    mismatch = compare(actual.value, expected.value, Tolerance(), device.type, "output", values=False)
+    if mismatch is not None:
+        return SampleOutcome(MISMATCH, "forward", mismatch=mismatch)
+    again = execute(
+        lambda: sample.output_process_fn_grad(op(moved.input, *moved.args, **moved.kwargs)), seed=seed, device=device
+    )
+    if again.failed:
+        return SampleOutcome.from_device_exception(again.exception, "forward, run again from the same seed")
+    mismatch = compare(again.value, actual.value, Tolerance(), device.type, "output from the same seed")
+    if mismatch is not None:
+        return SampleOutcome(MISMATCH, "forward", mismatch=mismatch)
+    return SampleOutcome(PASS_RANDOM, "forward")
 
 
 def _rerun_deterministically(outcome, excuse, run_again):
