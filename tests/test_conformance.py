@@ -43,7 +43,7 @@ class TestConformanceRun(TestCase):
         super().setUpClass()
         cls.directory = tempfile.mkdtemp(prefix="conformance-")
         cls.process = run_kit(
-            "--ops", "add,abs,nonzero,sum",
+            "--ops", "add,abs,nonzero,sum,masked_select,complex",
             "--dtypes", "float32,int64",
             "--modules", "nn.Linear",
             "--max-samples", "2",
@@ -63,6 +63,7 @@ class TestConformanceRun(TestCase):
     def test_every_selected_pair_passes(self):
         pairs = {(r["kind"], r["name"], r["dtype"]): r for r in self.report["results"]}
         expected = {("op", name, dtype) for name in ("add", "abs", "nonzero", "sum") for dtype in ("float32", "int64")}
+        expected |= {("op", "masked_select", "float32"), ("op", "masked_select", "int64"), ("op", "complex", "float32")}
         # ModuleInfos declare float32 and float64, so only float32 of the requested dtypes applies.
         expected.add(("module", "nn.Linear", "float32"))
         self.assertEqual(set(pairs), expected)
@@ -83,11 +84,30 @@ class TestConformanceRun(TestCase):
         self.assertEqual(summary["pass_rate_non_skipped"], 100.0)
         for grouping in ("by_dtype", "by_family", "by_kind"):
             self.assertEqual(sum(group["pairs"] for group in summary[grouping].values()), summary["pairs"], grouping)
-        self.assertEqual(summary["by_dtype"]["int64"]["pairs"], 4)
+        self.assertEqual(summary["by_dtype"]["int64"]["pairs"], 5)
         environment = self.report["environment"]
         self.assertEqual(environment["device_name"], torch.mydev.get_device_name())
         self.assertEqual(environment["torch_version"], torch.__version__)
         self.assertTrue(self.report["complete"])
+
+    def test_error_inputs_are_judged_by_when_they_raise(self):
+        section = self.report["error_inputs"]
+        results = {result["name"]: result for result in section["results"]}
+        # Of the selected ops, these have error inputs; add's the CPU does not reject (they are for other devices).
+        self.assertEqual(set(results), {"add", "complex", "masked_select"})
+        self.assertEqual(results["add"]["status"], "skipped")
+        for name in ("complex", "masked_select"):
+            result = results[name]
+            self.assertEqual(result["kind"], "errors")
+            self.assertEqual(result["status"], "pass", f"{name}: {result['reason']}")
+            self.assertEqual(result["samples"]["at_call"], result["samples"]["run"])
+            self.assertGreater(result["samples"]["run"], 0)
+        summary = section["summary"]
+        self.assertEqual(summary["ops"], 3)
+        self.assertEqual(summary["inputs"], sum(result["samples"]["run"] for result in results.values()))
+        self.assertEqual((summary["late"], summary["wrong"], summary["silent"]), (0, 0, 0))
+        self.assertEqual(summary["at_call_rate"], 100.0)
+        self.assertIn("error inputs of 3 ops", self.process.stdout)
 
     def test_html_report_is_self_contained(self):
         with open(os.path.join(self.directory, "report.html"), encoding="utf-8") as file:
@@ -97,6 +117,7 @@ class TestConformanceRun(TestCase):
         self.assertIn("By dtype", html)
         self.assertIn("All passed.", html)
         self.assertIn("mydev simulated device", html)
+        self.assertIn("<h2>Error inputs</h2>", html)
         for external in ("http://", "https://", "src=", "<link"):
             self.assertNotIn(external, html.replace('xmlns="http://www.w3.org/2000/svg"', ""))
 
@@ -331,6 +352,48 @@ class TestConformanceOptions(TestCase):
         }
         self.assertEqual(parts_below(upstream_only, 80), [])
         self.assertEqual(parts_below(upstream_only, 90), ["upstream tests: 8 of 9 pass (88.89%)"])
+        with_error_inputs = {**sweep_only, "error_inputs": {"summary": {"at_call": 9, "inputs": 10}}}
+        self.assertEqual(parts_below(with_error_inputs, 90), [])
+        self.assertEqual(parts_below(with_error_inputs, 95), ["error inputs raised at the call: 9 of 10 pass (90.00%)"])
+
+    def test_error_inputs_are_classified_against_the_cpu(self):
+        from torch.testing._internal.opinfo.core import ErrorInput
+
+        from torch_mydev.conformance.error_runner import run_error_inputs
+
+        def behave(x, how):
+            """Raises ValueError('bad input') on the CPU; on mydev, as `how` says."""
+            if x.device.type == "cpu" or how == "at_call":
+                if how == "cpu_does_not_raise":
+                    return x
+                raise ValueError("bad input")
+            if how == "wrong":
+                raise TypeError("another error")
+            if how == "late":
+                index = torch.tensor([0], device=x.device)
+                torch.take(x, index)  # a valid take first, so that the next one is launched asynchronously
+                torch.take(x, index + 100)  # out of range: fails on the stream
+            return x
+
+        class FakeOp:
+            error_inputs_func = True
+
+            def error_inputs(self, device):
+                for how in ("at_call", "late", "wrong", "silent", "cpu_does_not_raise"):
+                    yield ErrorInput(SampleInput(torch.ones(3, device=device), args=(how,)),
+                                     error_type=ValueError, error_regex="bad input")
+
+            def __call__(self, x, how):
+                return behave(x, how)
+
+        result = run_error_inputs(FakeOp(), device=torch.device("mydev"))
+        self.assertEqual(result["status"], "mismatch")
+        samples = result["samples"]
+        self.assertEqual({k: samples[k] for k in ("at_call", "late", "wrong", "silent", "cpu_does_not_raise")},
+                         {"at_call": 1, "late": 1, "wrong": 1, "silent": 1, "cpu_does_not_raise": 1})
+        self.assertEqual(samples["run"], 4)
+        self.assertEqual([failure["outcome"] for failure in result["inputs"]], ["late", "wrong", "silent"])
+        self.assertIn("1 late, 1 wrong, 1 silent of 4", result["reason"])
 
 
 class TestConformanceBuildingBlocks(TestCase):

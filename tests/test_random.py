@@ -253,6 +253,12 @@ class TestMydevRandom(TestCase):
         ("multinomial of int64", lambda d: torch.multinomial(torch.ones(3, device=d, dtype=torch.int64), 1)),
         ("multinomial rank", lambda d: torch.multinomial(torch.ones(2, 2, 2, device=d), 1)),
         ("multinomial too many", lambda d: torch.multinomial(torch.ones(3, device=d), 5)),
+        ("multinomial out dtype", lambda d: torch.multinomial(torch.ones(3, device=d), 2,
+                                                              out=torch.empty(2, device=d, dtype=torch.float64))),
+        ("multinomial negative weight", lambda d: torch.multinomial(torch.tensor([0.5, -1.0], device=d), 1)),
+        ("multinomial infinite weight", lambda d: torch.multinomial(torch.tensor([0.5, math.inf], device=d), 3,
+                                                                    replacement=True)),
+        ("multinomial zero row", lambda d: torch.multinomial(torch.zeros(2, 3, device=d), 2, replacement=True)),
         ("randperm overflow", lambda d: torch.randperm(300, device=d, dtype=torch.uint8)),
     ], name_fn=lambda case: case[0].replace(" ", "_").replace(">", "gt").replace("=", "e"))
     def test_bad_arguments_raise_at_the_call_like_the_cpu(self, device, case):
@@ -265,9 +271,9 @@ class TestMydevRandom(TestCase):
         self.assertEqual(str(on_device.exception), str(on_cpu.exception))
         torch.mydev.synchronize()  # nothing was queued: no error is pending
 
-    def test_invalid_probabilities_are_reported_at_synchronization(self, device):
-        samples = torch.multinomial(torch.tensor([0.5, -1.0], device=device), 1)
-        with self.assertRaisesRegex(RuntimeError, "kernel 'aten::multinomial(.out)?' failed.*element < 0"):
+    def test_data_checks_of_normal_are_reported_at_synchronization(self, device):
+        samples = torch.normal(torch.zeros(3, device=device), torch.tensor([1.0, -1.0, 1.0], device=device))
+        with self.assertRaisesRegex(RuntimeError, "kernel 'aten::normal.Tensor_Tensor' failed.*std >= 0"):
             samples.cpu()
         self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
 

@@ -6,8 +6,9 @@
 // non_blocking copies to or from pinned memory are asynchronous, everything
 // else synchronizes the stream.
 #include "DeviceTensorRef.h"
+#include "DtypeProbe.h"
+#include "DtypeSignatures.h"
 #include "KernelLaunch.h"
-#include "LimitedDtypes.h"
 
 #include "../core/Device.h"
 #include "../core/Event.h"
@@ -33,13 +34,30 @@ bool bytewiseCopyable(const at::Tensor& dst, const at::Tensor& src) {
 }
 
 void copyKernel(const at::Tensor& dst, const at::Tensor& src, const MydevStream& stream) {
-  launchKernel(
-      "aten::copy_", stream,
-      [dst_ref = describe(dst), src_ref = describe(src)] {
-        KernelMemory memory;
-        memory.map(dst_ref).copy_(memory.map(src_ref));
-      },
-      /*wait=*/hasLimitedDtype(dst) || hasLimitedDtype(src));
+  static const char* const name = "aten::copy_";
+  LaunchSignature signature(name, name);
+  signature.add(dst);
+  signature.add(src);
+  const auto probe = [&] {
+    return probeRuns([&] {
+      const std::optional<at::Tensor> dst_stand_in = probeInput(dst, c10::DeviceType::CPU);
+      const std::optional<at::Tensor> src_stand_in = probeInput(src, c10::DeviceType::CPU);
+      if (!dst_stand_in || !src_stand_in) {
+        return false;
+      }
+      at::Tensor(*dst_stand_in).copy_(*src_stand_in);
+      return true;
+    });
+  };
+  launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
+    launchKernel(
+        name, stream,
+        [dst_ref = describe(dst), src_ref = describe(src)] {
+          KernelMemory memory;
+          memory.map(dst_ref).copy_(memory.map(src_ref));
+        },
+        watch);
+  });
 }
 
 at::Tensor emptyDeviceLike(const at::Tensor& dst, c10::DeviceIndex device) {

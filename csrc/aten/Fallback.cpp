@@ -24,9 +24,11 @@
 #include "Fallback.h"
 
 #include "DeviceTensorRef.h"
+#include "DtypeProbe.h"
+#include "DtypeSignatures.h"
 #include "FallbackPolicy.h"
+#include "HostChecks.h"
 #include "KernelLaunch.h"
-#include "LimitedDtypes.h"
 #include "OperatorDevice.h"
 #include "Resize.h"
 #include "SparseMembers.h"
@@ -97,10 +99,6 @@ bool anyArgumentTensor(c10::ArrayRef<c10::IValue> args, Predicate&& predicate) {
 bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
   return anyArgumentTensor(
       args, [](const at::Tensor& tensor) { return tensor.defined() && isSparseLayout(tensor.layout()); });
-}
-
-bool hasArgumentOfLimitedDtype(c10::ArrayRef<c10::IValue> args) {
-  return anyArgumentTensor(args, [](const at::Tensor& tensor) { return hasLimitedDtype(tensor); });
 }
 
 bool isOptionalTensorList(const c10::TypePtr& type) {
@@ -474,16 +472,11 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   }
   for (size_t r = 0; r < num_returns; ++r) {
     bool strided = true;
-    bool limited = false;
     forEachTensor(meta_stack[r], [&](const at::Tensor& meta) {
       strided = strided && (!meta.defined() || meta.layout() == c10::kStrided);
-      limited = limited || hasLimitedDtype(meta);
     });
     if (!strided) {
       return false;  // a sparse result: its member sizes depend on the data
-    }
-    if (limited) {
-      return false;  // a dtype= argument asked for a dtype the CPU kernel may lack
     }
   }
   meta_warnings.issue();
@@ -509,7 +502,18 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
 
   // Slots are taken after out= arguments were resized, so the kernel sees their final geometry.
   auto slots = argumentSlots(schema, args, device);
-  launchKernel(kernelName(op).c_str(), stream,
+  // The kernel's dtypes: its arguments' and its results' (which a dtype= argument may choose).
+  const std::string name = kernelName(op);
+  LaunchSignature signature(&schema, name.c_str());
+  for (const c10::IValue& value : args) {
+    forEachTensor(value, [&](const at::Tensor& tensor) { signature.add(tensor); });
+  }
+  for (size_t r = 0; r < num_returns; ++r) {
+    forEachTensor(meta_stack[r], [&](const at::Tensor& meta) { signature.add(meta); });
+  }
+  const auto probe = [&] { return cpuKernelRunsForDtypes(op, args); };
+  launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
+  launchKernel(name.c_str(), stream,
                [op, slots = std::move(slots), fresh = std::move(fresh), issued = meta_warnings.messages()] {
                  IssuedWarningsDropped dropped(issued);
                  KernelMemory memory;
@@ -530,7 +534,9 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
                                   output.list_index ? value.toTensorVector()[*output.list_index] : value.toTensor(),
                                   memory);
                  }
-               });
+               },
+               watch);
+  });
 
   torch::jit::drop(*stack, num_args);
   for (c10::IValue& result : results) {
@@ -806,14 +812,15 @@ void runCpuKernelOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stac
   const auto args = torch::jit::last(*stack, schema.arguments().size());
   const std::string name = kernelName(op);
   const c10::DeviceIndex device = operatorDevice(schema, args, name);
+  checkOnHost(schema, args);
   if (as_fallback) {
     admitFallback(name);
   }
   ScopedDevice on_device(device);
   const MydevStream stream = getCurrentMydevStream(device);
   // Sparse arguments have no Meta mirrors, and their members' sizes follow the
-  // data; a CPU kernel missing for a limited dtype must raise at the call.
-  if (hasSparseArgument(args) || hasArgumentOfLimitedDtype(args) || runsSynchronously(schema) ||
+  // data.
+  if (hasSparseArgument(args) || runsSynchronously(schema) ||
       reducesNoElementToOne(schema, args) || !tryAsynchronously(op, stack, device, stream)) {
     runSynchronously(op, stack, device, stream);
   }

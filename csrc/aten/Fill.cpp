@@ -1,8 +1,9 @@
 // fill_ and zero_. fill_ converts its value on the host first, so an
 // out-of-range value raises at the call like on CPU, not later on the stream.
 #include "DeviceTensorRef.h"
+#include "DtypeProbe.h"
+#include "DtypeSignatures.h"
 #include "KernelLaunch.h"
-#include "LimitedDtypes.h"
 
 #include "../core/Stream.h"
 
@@ -13,14 +14,35 @@ namespace torch_mydev {
 
 namespace {
 
+const char* const kFill = "aten::fill_";
+
+// A fill launch, whose dtypes are vouched for by a fill of stand-ins (DtypeSignatures.h).
+template <typename Body>
+void launchFill(const at::Tensor& self, const at::Tensor& value, Body body) {
+  LaunchSignature signature(kFill, kFill);
+  signature.add(self);
+  signature.add(value);
+  const auto probe = [&] {
+    return probeRuns([&] {
+      const std::optional<at::Tensor> self_stand_in = probeInput(self, c10::DeviceType::CPU);
+      const std::optional<at::Tensor> value_stand_in = probeInput(value, c10::DeviceType::CPU);
+      if (!self_stand_in || !value_stand_in) {
+        return false;
+      }
+      at::Tensor(*self_stand_in).fill_(*value_stand_in);
+      return true;
+    });
+  };
+  launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
+    launchKernel(kFill, getCurrentMydevStream(self.device().index()), std::move(body), watch);
+  });
+}
+
 at::Tensor& fillWithHostValue(at::Tensor& self, const at::Tensor& value) {
-  launchKernel(
-      "aten::fill_", getCurrentMydevStream(self.device().index()),
-      [self_ref = describe(self), value] {
-        KernelMemory memory;
-        memory.map(self_ref).fill_(value);
-      },
-      /*wait=*/hasLimitedDtype(self));
+  launchFill(self, value, [self_ref = describe(self), value] {
+    KernelMemory memory;
+    memory.map(self_ref).fill_(value);
+  });
   return self;
 }
 
@@ -44,13 +66,10 @@ at::Tensor& fillTensor(at::Tensor& self, const at::Tensor& value) {
   if (self.numel() == 0) {
     return self;
   }
-  launchKernel(
-      "aten::fill_", getCurrentMydevStream(self.device().index()),
-      [self_ref = describe(self), value_ref = describe(value)] {
-        KernelMemory memory;
-        memory.map(self_ref).fill_(memory.map(value_ref));
-      },
-      /*wait=*/hasLimitedDtype(self));
+  launchFill(self, value, [self_ref = describe(self), value_ref = describe(value)] {
+    KernelMemory memory;
+    memory.map(self_ref).fill_(memory.map(value_ref));
+  });
   return self;
 }
 

@@ -13,7 +13,7 @@
 #include "KernelArguments.h"
 
 #include "../aten/KernelLaunch.h"
-#include "../aten/LimitedDtypes.h"
+#include "../aten/DtypeSignatures.h"
 #include "../aten/OperatorDevice.h"
 #include "../core/Device.h"
 #include "../core/KernelWarnings.h"
@@ -95,8 +95,15 @@ class NativeCall {
 
   // Queues body(KernelArgument<Args>::use(...)...) on the stream. The body
   // runs ATen's CPU kernel; its exceptions fail the kernel (KernelLaunch.h).
+  // The first launch of each dtype signature is watched (DtypeSignatures.h).
   template <typename... Args, typename Body>
   void launch(Body body, const Args&... args) {
+    launchProbed(noDtypeProbe, std::move(body), args...);
+  }
+
+  // launch(), with `probe()` to vouch for a new dtype signature instead.
+  template <typename Probe, typename Body, typename... Args>
+  void launchProbed(const Probe& probe, Body body, const Args&... args) {
     using Captured = CapturedArguments<std::index_sequence_for<Args...>, std::decay_t<Args>...>;
     struct Kernel {
       Body body;
@@ -109,13 +116,13 @@ class NativeCall {
       }
     };
     issueHostWarnings();
-    bool limited = false;
-    (detail::forEachTensorIn(args, [&](const at::Tensor& tensor, bool) { limited = limited || hasLimitedDtype(tensor); }),
-     ...);
+    LaunchSignature signature(name_, name_);
+    (detail::forEachTensorIn(args, [&](const at::Tensor& tensor, bool) { signature.add(tensor); }), ...);
     // Every argument is captured once, in place, into the kernel's storage.
-    launchKernelBuiltBy(
-        name_, stream_, [&] { return Kernel{body, Captured(args...), host_warnings_.messages()}; },
-        /*wait=*/limited);
+    launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
+      launchKernelBuiltBy(
+          name_, stream_, [&] { return Kernel{body, Captured(args...), host_warnings_.messages()}; }, watch);
+    });
   }
 
  private:

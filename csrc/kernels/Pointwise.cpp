@@ -49,6 +49,7 @@
 #include <ATen/ops/ge_meta.h>
 #include <ATen/ops/gelu_backward_meta.h>
 #include <ATen/ops/gelu_meta.h>
+#include <ATen/native/Gelu.h>
 #include <ATen/ops/glu_meta.h>
 #include <ATen/ops/gt_meta.h>
 #include <ATen/ops/hardshrink_backward_meta.h>
@@ -203,6 +204,26 @@ Tensor mishBackward(const Tensor& grad_output, const Tensor& self) {
                    static_cast<TensorScalarOut>(&at::cpu::op##_outf))
 #define MYDEV_TENSOR_SCALAR(op, overload, meta_class) \
   MYDEV_STRUCTURED_OUT(m, #op "." overload, meta_class, static_cast<TensorScalarOut>(&at::cpu::op##_outf))
+
+namespace {
+
+// gelu's CPU kernels parse `approximate` when they run and its meta functions do not: parsed at the call.
+constexpr char kGeluName[] = "aten::gelu.out";
+constexpr char kGeluBackwardName[] = "aten::gelu_backward.grad_input";
+
+Tensor& geluOut(const Tensor& self, std::string_view approximate, Tensor& out) {
+  at::native::get_gelutype_enum(approximate);
+  return StructuredOut<at::meta::structured_gelu, &at::cpu::gelu_outf, kGeluName>::call(self, approximate, out);
+}
+
+Tensor& geluBackwardOut(const Tensor& grad_output, const Tensor& self, std::string_view approximate,
+                        Tensor& grad_input) {
+  at::native::get_gelutype_enum(approximate);
+  return StructuredOut<at::meta::structured_gelu_backward, &at::cpu::gelu_backward_outf, kGeluBackwardName>::call(
+      grad_output, self, approximate, grad_input);
+}
+
+}  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_UNARY(acos);
@@ -363,7 +384,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_STRUCTURED_OUT(m, "threshold.out", structured_threshold, &at::cpu::threshold_outf);
   MYDEV_STRUCTURED_OUT(m, "softplus.out", structured_softplus, &at::cpu::softplus_outf);
   MYDEV_STRUCTURED_OUT(m, "elu.out", structured_elu, &at::cpu::elu_outf);
-  MYDEV_STRUCTURED_OUT(m, "gelu.out", structured_gelu, &at::cpu::gelu_outf);
+  m.impl("gelu.out", TORCH_FN(geluOut));
   MYDEV_STRUCTURED_OUT(m, "glu.out", structured_glu, &at::cpu::glu_outf);
 
   MYDEV_BINARY(sigmoid_backward, "grad_input", structured_sigmoid_backward);
@@ -378,7 +399,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_BINARY(hardsigmoid_backward, "grad_input", structured_hardsigmoid_backward);
   MYDEV_STRUCTURED_OUT(m, "threshold_backward.grad_input", structured_threshold_backward,
                        &at::cpu::threshold_backward_outf);
-  MYDEV_STRUCTURED_OUT(m, "gelu_backward.grad_input", structured_gelu_backward, &at::cpu::gelu_backward_outf);
+  m.impl("gelu_backward.grad_input", TORCH_FN(geluBackwardOut));
   MYDEV_STRUCTURED_OUT(m, "leaky_relu_backward.grad_input", structured_leaky_relu_backward,
                        &at::cpu::leaky_relu_backward_outf);
   MYDEV_STRUCTURED_OUT(m, "softplus_backward.grad_input", structured_softplus_backward,

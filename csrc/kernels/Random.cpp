@@ -232,12 +232,12 @@ Tensor& normalTensorTensorOut(const Tensor& mean, const Tensor& stddev, Optional
   return out;
 }
 
-// ATen's CPU checks, in its order (the CPU kernel runs them before it
-// samples, so a host probe would have to sample a whole distribution).
-void checkMultinomial(const Tensor& self, int64_t num_samples, bool replacement) {
+// ATen's CPU checks, in its order.
+void checkMultinomial(const Tensor& self, int64_t num_samples, bool replacement, const Tensor& out) {
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
-  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(out.scalar_type() == at::kLong, "multinomial expects Long tensor out, got: ", out.scalar_type());
   TORCH_CHECK(num_samples > 0, "cannot sample n_sample <= 0 samples");
   TORCH_CHECK(replacement || num_samples <= self.size(-1),
               "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
@@ -245,26 +245,42 @@ void checkMultinomial(const Tensor& self, int64_t num_samples, bool replacement)
   TORCH_CHECK(self.size(-1) <= kFloat32MaxConsecutiveInt, "number of categories cannot exceed 2^24");
 }
 
+// The CPU's checks of the weights themselves, which it makes at the call: on a host copy of them (as CUDA, the call
+// waits for the weights). Without replacement, or for one sample, ATen checks the whole tensor; with replacement,
+// its kernel checks each row's entries in order.
+void checkMultinomialWeights(const Tensor& self, int64_t num_samples, bool replacement) {
+  const Tensor weights = self.to(c10::kCPU, at::kDouble).reshape({-1, self.size(-1)});
+  if (!replacement || num_samples == 1) {
+    TORCH_CHECK((weights.max() < INFINITY).item<bool>() && (weights.min() >= 0).item<bool>(),
+                "probability tensor contains either `inf`, `nan` or element < 0");
+    TORCH_CHECK(!(weights.sum(1) == 0).any().item<bool>(), "invalid multinomial distribution (sum of probabilities <= 0)");
+    return;
+  }
+  const auto rows = weights.accessor<double, 2>();
+  for (int64_t row = 0; row < weights.size(0); ++row) {
+    double sum = 0;
+    for (int64_t category = 0; category < weights.size(1); ++category) {
+      const double weight = rows[row][category];
+      TORCH_CHECK(weight >= 0, "invalid multinomial distribution (encountering probability entry < 0)");
+      TORCH_CHECK(std::isfinite(weight), "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+      sum += weight;
+    }
+    TORCH_CHECK(sum > 0, "invalid multinomial distribution (sum of probabilities <= 0)");
+  }
+}
+
 at::DimVector multinomialShape(const Tensor& self, int64_t num_samples) {
   return self.dim() == 1 ? at::DimVector{num_samples} : at::DimVector{self.size(0), num_samples};
 }
 
-// On the worker, over host aliases: ATen's algorithm (native/Distributions.cpp
-// and its CPU kernel), with the checks that read the weights. Without
-// replacement: the largest weight / Exp(1) keys. With replacement: a uniform
-// draw per sample, searched in the row's cumulative weights.
+// On the worker, over host aliases of weights the call checked: ATen's algorithm (native/Distributions.cpp and its
+// CPU kernel). Without replacement, or for one sample: the largest weight / Exp(1) keys. With replacement: a
+// uniform draw per sample, searched in the row's cumulative weights.
 void sampleMultinomial(const Tensor& self, int64_t num_samples, bool replacement, Tensor& out,
                        const Generator& engine) {
   const Tensor weights = self.to(at::kDouble).reshape({-1, self.size(-1)});
-  const bool fast_path = !replacement || num_samples == 1;
-  TORCH_CHECK(!fast_path || (weights.max().item<double>() < INFINITY && weights.min().item<double>() >= 0),
-              "probability tensor contains either `inf`, `nan` or element < 0");
-  const Tensor row_sums = weights.sum(1);
-  TORCH_CHECK(!fast_path || !(row_sums == 0).any().item<bool>(),
-              "invalid multinomial distribution (sum of probabilities <= 0)");
   Tensor result = out.view({weights.size(0), num_samples});
-  auto values = result.accessor<int64_t, 2>();
-  if (fast_path) {
+  if (!replacement || num_samples == 1) {
     Tensor keys = at::empty_like(weights);
     templates::exponential_impl_<cpu::ExponentialKernel, Rng>(keys, 1.0, engine);
     keys = weights / keys;
@@ -274,21 +290,15 @@ void sampleMultinomial(const Tensor& self, int64_t num_samples, bool replacement
   const Tensor cumulative = weights.cumsum(1).contiguous();
   const double* sums = cumulative.const_data_ptr<double>();
   const int64_t categories = weights.size(1);
+  auto values = result.accessor<int64_t, 2>();
   auto* rng = engine.get<PhiloxKernelGenerator>();
   at::uniform_real_distribution<double> uniform(0, 1);
   for (int64_t row = 0; row < weights.size(0); ++row) {
-    const double* row_sums_begin = sums + row * categories;
-    for (int64_t category = 0; category < categories; ++category) {
-      const double weight = (category == 0 ? row_sums_begin[0] : row_sums_begin[category] - row_sums_begin[category - 1]);
-      TORCH_CHECK(weight >= 0, "invalid multinomial distribution (encountering probability entry < 0)");
-      TORCH_CHECK(std::isfinite(weight), "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
-    }
-    const double total = row_sums_begin[categories - 1];
-    TORCH_CHECK(total > 0, "invalid multinomial distribution (sum of probabilities <= 0)");
+    const double* row_sums = sums + row * categories;
     for (int64_t sample = 0; sample < num_samples; ++sample) {
-      const double target = uniform(rng) * total;
-      const double* found = std::upper_bound(row_sums_begin, row_sums_begin + categories, target);
-      values[row][sample] = std::min<int64_t>(found - row_sums_begin, categories - 1);
+      const double target = uniform(rng) * row_sums[categories - 1];
+      const double* found = std::upper_bound(row_sums, row_sums + categories, target);
+      values[row][sample] = std::min<int64_t>(found - row_sums, categories - 1);
     }
   }
 }
@@ -296,7 +306,8 @@ void sampleMultinomial(const Tensor& self, int64_t num_samples, bool replacement
 Tensor& multinomialOut(const Tensor& self, int64_t num_samples, bool replacement, OptionalGenerator generator,
                        Tensor& out) {
   NativeCall call("aten::multinomial.out", self, out);
-  checkMultinomial(self, num_samples, replacement);
+  checkMultinomial(self, num_samples, replacement, out);
+  checkMultinomialWeights(self, num_samples, replacement);
   at::native::resize_output(out, multinomialShape(self, num_samples));
   call.launch([num_samples, replacement](const Tensor& self, Tensor out, PhiloxLaunch launch) {
     sampleMultinomial(self, num_samples, replacement, out, philoxKernelGenerator(launch));

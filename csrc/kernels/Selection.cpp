@@ -6,6 +6,7 @@
 #include "NativeCall.h"
 
 #include <ATen/CPUFunctions.h>
+#include <ATen/Dispatch_v2.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/TensorIterator.h>
@@ -91,6 +92,9 @@ Tensor& indexSelectOut(const Tensor& self, int64_t dim, const Tensor& index, Ten
   NativeCall call("aten::index_select.out", self, index, out);
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_select(): self and result must have the same scalar "
               "type");
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, index);
   at::native::resize_output(out, indexSelectShape(self, dim, index));
   call.launch([dim](const Tensor& self, const Tensor& index,
                     Tensor out) { at::cpu::index_select_outf(self, dim, index, out); },
@@ -129,22 +133,39 @@ void checkMaskedFill(const Tensor& self, const Tensor& mask) {
               self.sizes());
 }
 
+// The CPU kernel converts the value to self's dtype when it runs; a value that does not fit raises there ("value
+// cannot be converted to type float without overflow").
+// Other dtypes are left to the kernel (and its dtype check, DtypeSignatures.h).
+void checkMaskedFillValue(const Tensor& self, const Scalar& value) {
+  switch (self.scalar_type()) {
+    case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
+    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
+    case at::kComplexHalf: case at::kComplexFloat: case at::kComplexDouble:
+      AT_DISPATCH_V2(self.scalar_type(), "masked_fill", AT_WRAP([&] { (void)value.to<scalar_t>(); }), at::kComplexHalf,
+                     at::kBool, at::kBFloat16, at::kHalf, AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX));
+      break;
+    default:
+      break;
+  }
+}
+
 Tensor& maskedFillScalar(Tensor& self, const Tensor& mask, const Scalar& value) {
   NativeCall call("aten::masked_fill_.Scalar", self, mask);
   checkMaskedFill(self, mask);
+  checkMaskedFillValue(self, value);
   call.launch([](Tensor self, const Tensor& mask, const Scalar& value) { at::cpu::masked_fill_(self, mask, value); },
               self, mask, value);
   return self;
 }
 
+// As on the CPU and on CUDA, the value is read at the call (a device value waits for its stream).
 Tensor& maskedFillTensor(Tensor& self, const Tensor& mask, const Tensor& value) {
-  NativeCall call("aten::masked_fill_.Tensor", self, mask, value);
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
-  checkMaskedFill(self, mask);
-  call.launch([](Tensor self, const Tensor& mask, const Tensor& value) { at::cpu::masked_fill_(self, mask, value); },
-              self, mask, value);
-  return self;
+  TORCH_CHECK(value.device().is_cpu() || value.device() == self.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ", self.device(), " and ",
+              value.device(), "!");
+  return maskedFillScalar(self, mask, value.item());
 }
 
 // ATen's CPU checks of index_fill_, which its Meta kernel skips (a complex

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "NativeCall.h"
+#include "ProbeArguments.h"
 
 #include "../aten/Empty.h"
 
@@ -120,6 +121,38 @@ constexpr size_t countOutputs() {
   return (size_t{0} + ... + (isOutput<Args> ? 1 : 0));
 }
 
+// The dtype probe of a structured kernel (../aten/DtypeProbe.h): its meta
+// function, then its CPU out= function, over stand-ins of `inputs`, with
+// outputs of the presupplied ones' dtypes (or as the meta function makes them).
+template <typename Meta, auto CpuOutf, size_t NumOutputs, typename... Inputs>
+bool structuredKernelRuns(const std::array<at::Tensor, NumOutputs>& presupplied, const Inputs&... inputs) {
+  return probeRuns([&] {
+    std::tuple<typename ProbeArgument<std::decay_t<Inputs>>::Stored...> stand_ins(
+        ProbeArgument<std::decay_t<Inputs>>::standIn(inputs)...);
+    return std::apply(
+        [&](const auto&... stand_in) {
+          std::array<at::Tensor, NumOutputs> outputs;
+          for (size_t i = 0; i < NumOutputs; ++i) {
+            if (presupplied[i].defined()) {
+              outputs[i] = probeOutput(presupplied[i], c10::DeviceType::CPU);
+            }
+          }
+          StructuredGeometry<Meta, NumOutputs> geometry(std::move(outputs));
+          geometry.meta(metaArgument(ProbeArgument<std::decay_t<Inputs>>::use(stand_in))...);
+          for (const at::Tensor& output : geometry.outputs) {
+            if (output.numel() > kMaxProbeElements) {
+              return false;
+            }
+          }
+          [&]<size_t... Out>(std::index_sequence<Out...>) {
+            CpuOutf(ProbeArgument<std::decay_t<Inputs>>::use(stand_in)..., geometry.outputs[Out]...);
+          }(std::make_index_sequence<NumOutputs>{});
+          return true;
+        },
+        stand_ins);
+  });
+}
+
 }  // namespace detail
 
 // StructuredOut<Meta, &at::cpu::op_outf, Name>::call has the signature of the
@@ -137,7 +170,8 @@ struct StructuredOut<Meta, CpuOutf, Name, Result (*)(Args...)> {
     NativeCall native(Name, args...);
     auto all = std::forward_as_tuple(args...);
     computeGeometry(all, std::make_index_sequence<kInputs>{}, std::make_index_sequence<kOutputs>{});
-    native.launch(
+    native.launchProbed(
+        [&] { return probe(all, std::make_index_sequence<kInputs>{}, std::make_index_sequence<kOutputs>{}); },
         [bits = detail::viewBitsOf<kInputs>(all, std::make_index_sequence<kOutputs>{})](auto&&... used) {
           CpuOutf(used...);
           detail::settleOutputs<kInputs>(bits, std::forward_as_tuple(used...), std::make_index_sequence<kOutputs>{});
@@ -147,6 +181,12 @@ struct StructuredOut<Meta, CpuOutf, Name, Result (*)(Args...)> {
   }
 
  private:
+  template <typename Tuple, size_t... In, size_t... Out>
+  static bool probe(Tuple& all, std::index_sequence<In...>, std::index_sequence<Out...>) {
+    return detail::structuredKernelRuns<Meta, CpuOutf, kOutputs>({std::get<kInputs + Out>(all)...},
+                                                                  std::get<In>(all)...);
+  }
+
   template <typename Tuple, size_t... In, size_t... Out>
   static void computeGeometry(Tuple& all, std::index_sequence<In...>, std::index_sequence<Out...>) {
     StructuredGeometry<Meta, kOutputs> geometry({std::get<kInputs + Out>(all)...});
@@ -189,7 +229,8 @@ struct FunctionalKernel<Meta, CpuOutf, Name, NumOutputs, std::tuple<Inputs...>> 
   static FunctionalResult<NumOutputs> launchAndReturn(NativeCall& native,
                                                       std::array<at::Tensor, NumOutputs>& outputs,
                                                       std::index_sequence<Out...>, Inputs... inputs) {
-    native.launch(
+    native.launchProbed(
+        [&] { return structuredKernelRuns<Meta, CpuOutf, NumOutputs>({}, inputs...); },
         [](auto&&... used) {
           CpuOutf(used...);
           (settleViewBits(std::get<sizeof...(Inputs) + Out>(std::forward_as_tuple(used...)), false, false), ...);

@@ -15,7 +15,7 @@ from .catalog import modules_by_name, ops_by_name
 from .environment import describe_environment
 from .goldens import load_goldens
 from .isolation import IsolatedRunner
-from .plan import SelectionError, module_names, plan_goldens, plan_modules, plan_ops
+from .plan import SelectionError, module_names, plan_error_inputs, plan_goldens, plan_modules, plan_ops
 from .outcome import STATUSES
 from .progress import Progress, UpstreamProgress
 from .report_html import write_html
@@ -47,6 +47,12 @@ def parse_args(argv):
     )
     parser.add_argument("--max-samples", type=int, default=None, help="samples per pair (default: all)")
     parser.add_argument("--no-backward", dest="backward", action="store_false", help="compare forward results only")
+    parser.add_argument(
+        "--no-error-inputs",
+        dest="error_inputs",
+        action="store_false",
+        help="skip the ops' error inputs (bad calls that must raise at the call, as on the CPU)",
+    )
     parser.add_argument("--output", default="conformance-report", help="report directory (default: conformance-report)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per pair before it counts as a timeout")
     parser.add_argument("--goldens", default=None, help="goldens file from goldens.py record: compare with its outputs")
@@ -98,6 +104,8 @@ def plan(args):
     items = []
     if not args.goldens_only and not args.upstream_only:
         items += plan_ops(op_patterns, args.dtype_list)
+        if args.error_inputs:
+            items += plan_error_inputs(op_patterns)
         if args.modules is not None:
             items += plan_modules(parse_patterns(args.modules), args.dtype_list)
     goldens = None
@@ -156,6 +164,7 @@ def options_of(args):
         "modules": args.modules,
         "max_samples": args.max_samples,
         "backward": args.backward,
+        "error_inputs": args.error_inputs,
         "timeout": args.timeout,
         "goldens": args.goldens,
         "goldens_only": args.goldens_only,
@@ -174,7 +183,8 @@ def main(argv=None):
         items, goldens = plan(args)
     except (SelectionError, ValueError, OSError) as error:
         parser.error(str(error))
-    if not items and not args.upstream_tests:
+    # Error inputs are dtype-free: a selection of no (op, dtype) pair is empty all the same.
+    if not any(item["kind"] != "errors" for item in items) and not args.upstream_tests:
         if args.goldens_only:
             parser.error(f"nothing to run: the goldens file has no entry for --ops {args.ops!r}")
         parser.error(f"nothing to run: no op or module of --ops {args.ops!r} in the dtypes of --dtypes {args.dtypes!r}")
@@ -191,7 +201,8 @@ def main(argv=None):
         )
         complete = not upstream["interrupted"]
 
-    pair_records = [record for record in records if record["kind"] != "golden"]
+    pair_records = [record for record in records if record["kind"] not in ("golden", "errors")]
+    error_records = [record for record in records if record["kind"] == "errors"]
     golden_section = None
     if goldens is not None:
         golden_records = [record for record in records if record["kind"] == "golden"]
@@ -200,6 +211,7 @@ def main(argv=None):
         environment=environment,
         options=options_of(args),
         results=pair_records,
+        error_inputs=error_records if args.error_inputs and sweep_selected(args) else None,
         goldens=golden_section,
         upstream=upstream,
         complete=complete,
@@ -220,6 +232,10 @@ def main(argv=None):
     return 0
 
 
+def sweep_selected(args):
+    return not args.goldens_only and not args.upstream_only
+
+
 def sweep_ran(report):
     options = report["options"]
     return not options["goldens_only"] and not options["upstream_only"]
@@ -237,6 +253,9 @@ def parts_below(report, fail_under):
     """The parts of the run --fail-under rejects, described. Compared on counts: a rate rounded to two decimals
     would read 100 % with one failure in 20,001."""
     parts = [(title, summary["pass"], summary["pairs"] - summary["skipped"]) for title, summary in pair_sections(report)]
+    if "error_inputs" in report:
+        summary = report["error_inputs"]["summary"]
+        parts.append(("error inputs raised at the call", summary["at_call"], summary["inputs"]))
     if "upstream" in report:
         summary = report["upstream"]["summary"]
         parts.append(("upstream tests", *passing_and_counted(summary, summary["tests"])))
@@ -255,6 +274,13 @@ def print_summary(report, output):
         print(
             f"{title}: {summary['pairs']} ({counts}); pass rate {summary['pass_rate']}% of all, "
             f"{summary['pass_rate_non_skipped']}% of not skipped"
+        )
+    if "error_inputs" in report:
+        summary = report["error_inputs"]["summary"]
+        print(
+            f"error inputs of {summary['ops']} ops: {summary['inputs']} that the CPU rejects: {summary['at_call']} raise "
+            f"at the call, {summary['late']} late, {summary['wrong']} wrong, {summary['silent']} silent "
+            f"({summary['cpu_does_not_raise']} more that the CPU does not reject)"
         )
     if "upstream" in report:
         summary = report["upstream"]["summary"]

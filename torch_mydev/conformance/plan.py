@@ -1,4 +1,5 @@
-"""The work of one run: every (op or module, dtype) pair the options select, and every goldens entry."""
+"""The work of one run: every (op or module, dtype) pair the options select, every op's error inputs, and every
+goldens entry."""
 from .catalog import modules_by_name, ops_by_name
 from .families import module_family, op_family
 from .selection import dtype_name, matches, op_names, op_pairs, unmatched_patterns
@@ -12,6 +13,12 @@ def plan_ops(patterns, dtypes):
     ops = list(ops_by_name().values())
     _check_patterns("--ops", "OpInfo", [op_names(op) for op in ops], patterns)
     return [_item("op", op.full_name, dtype, op_family(op)) for op, dtype in op_pairs(ops, patterns, dtypes)]
+
+
+def plan_error_inputs(patterns):
+    """One item per selected OpInfo that has error inputs: they are dtype-free (each builds its own tensors)."""
+    ops = [op for op in ops_by_name().values() if op.error_inputs_func is not None and matches(op_names(op), patterns)]
+    return [_item("errors", op.full_name, "any", op_family(op)) for op in ops]
 
 
 def plan_modules(patterns, dtypes):

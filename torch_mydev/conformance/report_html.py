@@ -95,6 +95,8 @@ def render_html(report):
             "<h2>Pairs that did not pass</h2>",
             _failure_table("pairs", report["results"]),
         ]
+    if "error_inputs" in report:
+        parts += _error_inputs_section(report["error_inputs"])
     if "goldens" in report:
         goldens = report["goldens"]
         metadata = goldens["metadata"]
@@ -222,6 +224,24 @@ def _failure_table(section, results):
         f'<table id="{section}-table"><thead><tr><th>kind</th><th>name</th><th>dtype</th><th>family</th><th>status</th>'
         f'<th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
+
+
+def _error_inputs_section(error_inputs):
+    summary = error_inputs["summary"]
+    rate = summary["at_call_rate"]
+    return [
+        "<h2>Error inputs</h2>",
+        "<p>Each op's error inputs (the bad calls of upstream's <code>TestCommon.test_errors</code>) ran on the CPU "
+        "and on the device. Of those the CPU rejects as expected, each must raise on the device <em>at the call</em>, "
+        "with the expected exception type and message: not only at the next synchronization (<em>late</em>), not "
+        "another error (<em>wrong</em>), not nothing (<em>silent</em>).</p>",
+        f'<p class="meta">{summary["ops"]} ops; {summary["inputs"]} inputs the CPU rejects: {summary["at_call"]} at the '
+        f'call ({_percent(rate)}), {summary["late"]} late, {summary["wrong"]} wrong, '
+        f'{summary["silent"]} silent; {summary["cpu_does_not_raise"]} more the CPU does not reject.</p>',
+        _cards(summary, "ops with error inputs"),
+        "<h3>Ops whose error inputs did not all raise at the call</h3>",
+        _failure_table("errors", error_inputs["results"]),
+    ]
 
 
 def _upstream_section(upstream):

@@ -2,15 +2,15 @@
 import json
 
 from .compare import json_number
-from .summary import summarize
+from .summary import summarize, summarize_error_inputs
 
 FORMAT = "torch_mydev.conformance.results"
 VERSION = 1
 
 
-def build_report(*, environment, options, results, goldens, complete, seconds, upstream=None):
+def build_report(*, environment, options, results, goldens, complete, seconds, upstream=None, error_inputs=None):
     """``goldens`` is None, or ``{"file": ..., "metadata": ..., "results": [...]}``; ``upstream`` is None or
-    what upstream_tests.run_upstream_tests returned."""
+    what upstream_tests.run_upstream_tests returned; ``error_inputs`` is None or the error-input results of the ops."""
     report = {
         "format": FORMAT,
         "version": VERSION,
@@ -21,6 +21,8 @@ def build_report(*, environment, options, results, goldens, complete, seconds, u
         "summary": summarize(results),
         "results": results,
     }
+    if error_inputs is not None:
+        report["error_inputs"] = {"summary": summarize_error_inputs(error_inputs), "results": error_inputs}
     if goldens is not None:
         report["goldens"] = {**goldens, "summary": summarize(goldens["results"])}
     if upstream is not None:

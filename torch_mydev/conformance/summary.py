@@ -1,6 +1,8 @@
-"""Totals and pass rates of a list of pair results: overall, per dtype, per op family and per kind."""
+"""Totals and pass rates of a list of pair results: overall, per dtype, per op family and per kind; and the totals
+of the ops' error inputs."""
 from collections import defaultdict
 
+from .error_runner import FAILING, OUTCOMES
 from .outcome import NOT_APPLICABLE, PASS, SKIPPED, STATUSES
 
 
@@ -37,3 +39,16 @@ def _grouped(results, key):
 
 def _percent(part, whole):
     return round(100.0 * part / whole, 2) if whole else None
+
+
+def summarize_error_inputs(results):
+    """Ops by status, and their error inputs by outcome (error_runner.py): ``inputs`` counts those the CPU rejects."""
+    counts = {outcome: sum(result["samples"].get(outcome, 0) for result in results) for outcome in OUTCOMES}
+    inputs = counts["at_call"] + sum(counts[outcome] for outcome in FAILING)
+    return {
+        **tally(results),
+        "ops": len(results),
+        "inputs": inputs,
+        **counts,
+        "at_call_rate": _percent(counts["at_call"], inputs),
+    }

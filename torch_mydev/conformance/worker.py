@@ -3,7 +3,7 @@
 The kit (isolation.py) starts it as ``python -m torch_mydev.conformance.worker``
 and writes one request per line on its stdin::
 
-    {"kind": "op" | "module" | "golden", "name": ..., "dtype": "float32",
+    {"kind": "op" | "module" | "errors" | "golden", "name": ..., "dtype": "float32" (or "any" for errors),
      "max_samples": 3 | null, "backward": true, "goldens": path | null, "fault": null}
 
 The worker answers each with one line holding the pair's result. Before the
@@ -28,6 +28,7 @@ import warnings
 import torch
 
 from .catalog import modules_by_name, ops_by_name
+from .error_runner import run_error_inputs
 from .golden_runner import run_golden
 from .goldens import load_goldens
 from .module_runner import run_module
@@ -37,6 +38,8 @@ from .outcome import ERROR, pair_without_samples
 
 def handle(request, device):
     inject_fault(request.get("fault"))
+    if request["kind"] == "errors":
+        return run_error_inputs(ops_by_name()[request["name"]], device=device)
     dtype = getattr(torch, request["dtype"])
     if request["kind"] == "op":
         op = ops_by_name()[request["name"]]

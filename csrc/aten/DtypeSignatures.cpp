@@ -1,0 +1,66 @@
+#include "DtypeSignatures.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/hash.h>
+
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace torch_mydev::detail {
+
+namespace {
+
+struct Key {
+  const void* kernel;
+  c10::SmallVector<int8_t, 8> dtypes;
+
+  bool operator==(const Key& other) const { return kernel == other.kernel && dtypes == other.dtypes; }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& key) const {
+    size_t hash = std::hash<const void*>()(key.kernel);
+    for (const int8_t dtype : key.dtypes) {
+      hash = c10::hash_combine(hash, static_cast<size_t>(dtype));
+    }
+    return hash;
+  }
+};
+
+struct Registry {
+  std::shared_mutex mutex;
+  // nullopt: the kernel ran; a message: it had no code for these dtypes.
+  std::unordered_map<Key, std::optional<std::string>, KeyHash> signatures;
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry();
+  return *instance;
+}
+
+Key keyOf(const LaunchSignature& signature) { return Key{signature.kernel(), signature.dtypes()}; }
+
+}  // namespace
+
+SignatureState lookUpSignature(const LaunchSignature& signature, std::string* message) {
+  Registry& known = registry();
+  std::shared_lock<std::shared_mutex> lock(known.mutex);
+  const auto found = known.signatures.find(keyOf(signature));
+  if (found == known.signatures.end()) {
+    return SignatureState::Unknown;
+  }
+  if (!found->second) {
+    return SignatureState::Runs;
+  }
+  *message = *found->second;
+  return SignatureState::LacksKernel;
+}
+
+void rememberSignature(const LaunchSignature& signature, const std::optional<std::string>& missing_kernel) {
+  Registry& known = registry();
+  std::unique_lock<std::shared_mutex> lock(known.mutex);
+  known.signatures.insert_or_assign(keyOf(signature), missing_kernel);
+}
+
+}  // namespace torch_mydev::detail

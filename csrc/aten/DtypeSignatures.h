@@ -1,0 +1,104 @@
+// Dtype errors at the call. ATen's CPU kernels dispatch on dtypes when they
+// run; a dtype a kernel has no code for ("bitwise_and_cpu" not implemented for
+// 'Float', softmax of an integer tensor, half-precision cholesky) raises
+// NotImplementedError there. On mydev the kernel runs on a stream, after the
+// call returned, so the error would surface at the next synchronization,
+// naming an operator long past; the CPU and CUDA (whose dispatch runs on the
+// host) raise it at the call.
+//
+// So each signature — the kernel and the dtypes of its tensors (and of a
+// dtype= argument) — is vouched for once per process, at its first launch:
+//
+// - A probe, where the kernel has one, runs the same CPU code on the calling
+//   thread over tiny stand-ins of the arguments (DtypeProbe.h: every tensor
+//   zero-filled, each dimension of size one). If it runs, so will the kernel:
+//   the launch is asynchronous like any other. A probe that fails proves
+//   nothing (its stand-ins may be what the code refuses), so:
+// - otherwise the launch is watched (KernelLaunch.h): the call waits for that
+//   kernel alone. A NotImplementedError it raises is raised at the call, with
+//   the kernel's own message, and remembered: later launches of that
+//   signature raise it at the call and queue nothing. Any other failure stays
+//   the kernel's, reported at the next synchronization as always.
+//
+// A watched launch with an empty tensor teaches nothing (many kernels return
+// before their dtype dispatch when there is nothing to compute).
+#pragma once
+
+#include "KernelLaunch.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/SmallVector.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace torch_mydev {
+
+class LaunchSignature {
+ public:
+  // `kernel` identifies the operator for as long as the process runs (a string
+  // literal, an operator's schema); `name` is the kernel name its launch uses.
+  LaunchSignature(const void* kernel, const char* name) : kernel_(kernel), name_(name) {}
+
+  void add(const at::Tensor& tensor) {
+    add(tensor.defined() ? tensor.scalar_type() : c10::ScalarType::Undefined);
+    teaches_ = teaches_ && (!tensor.defined() || tensor.numel() != 0);
+  }
+  void add(c10::ScalarType dtype) { dtypes_.push_back(static_cast<int8_t>(dtype)); }
+
+  const void* kernel() const { return kernel_; }
+  const char* name() const { return name_; }
+  const c10::SmallVector<int8_t, 8>& dtypes() const { return dtypes_; }
+  bool teaches() const { return teaches_; }
+
+ private:
+  const void* kernel_;
+  const char* name_;
+  c10::SmallVector<int8_t, 8> dtypes_;
+  bool teaches_ = true;
+};
+
+namespace detail {
+
+enum class SignatureState { Unknown, Runs, LacksKernel };
+// The state of a signature, with the remembered message of one that lacks a kernel.
+SignatureState lookUpSignature(const LaunchSignature& signature, std::string* message);
+// `missing_kernel`: the kernel's message if it had no code for these dtypes, else nullopt.
+void rememberSignature(const LaunchSignature& signature, const std::optional<std::string>& missing_kernel);
+
+}  // namespace detail
+
+// Launches with launch(KernelWatch*), which passes the watch (null: none) to
+// the kernel launch. `probe()` tells whether the kernel runs for these dtypes
+// (see above); it is only called for a signature not vouched for yet.
+template <typename Probe, typename Launch>
+void launchCheckingDtypes(const LaunchSignature& signature, Probe&& probe, Launch&& launch) {
+  std::string missing;
+  switch (detail::lookUpSignature(signature, &missing)) {
+    case detail::SignatureState::LacksKernel:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, missing);
+    case detail::SignatureState::Runs:
+      launch(nullptr);
+      return;
+    case detail::SignatureState::Unknown:
+      break;
+  }
+  if (probe()) {
+    detail::rememberSignature(signature, std::nullopt);
+    launch(nullptr);
+    return;
+  }
+  KernelWatch watch;
+  launch(&watch);
+  const std::optional<std::string> missing_kernel = watch.wait();
+  if (signature.teaches()) {
+    detail::rememberSignature(signature, missing_kernel);
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(!missing_kernel, missing_kernel.value_or(""));
+}
+
+// For kernels without a probe.
+inline bool noDtypeProbe() { return false; }
+
+}  // namespace torch_mydev

@@ -1,0 +1,154 @@
+"""Bad input raises at the call, as on the CPU: the same exception class and message, before the call returns and
+before anything is queued, never only at the next synchronization nor not at all. Covers the cases a kernel's own
+checks used to find only when it ran on the stream: dtypes a CPU kernel has no code for, argument values checked by
+the kernel, out= tensors that overlap their inputs."""
+import textwrap
+
+import torch
+import torch.nn.functional as F
+from torch.testing._internal.common_device_type import instantiate_device_type_tests
+from torch.testing._internal.common_utils import parametrize, run_tests, TestCase
+
+from helpers import run_python
+
+
+def overlapping_view(device, size, dtype=torch.float32):
+    """A tensor whose elements all share one memory location."""
+    return torch.zeros(1, device=device, dtype=dtype).expand(size)
+
+
+# name -> call(device): each raises on the CPU.
+BAD_CALLS = {
+    "bitwise_and of floats": lambda d: torch.bitwise_and(torch.ones(3, device=d), torch.ones(3, device=d)),
+    "gcd of floats": lambda d: torch.gcd(torch.ones(3, device=d), torch.ones(3, device=d)),
+    "softmax of integers": lambda d: torch.softmax(torch.ones(3, dtype=torch.long, device=d), 0),
+    "max of complex": lambda d: torch.ones(3, dtype=torch.complex64, device=d).max(),
+    "remainder of complex": lambda d: torch.ones(3, dtype=torch.complex64, device=d) % 2,
+    "cholesky of float16": lambda d: torch.linalg.cholesky(torch.eye(3, dtype=torch.half, device=d)),
+    "add of uint16": lambda d: torch.ones(3, device=d, dtype=torch.uint16) + 1,
+    "complex of mixed dtypes": lambda d: torch.complex(torch.ones(3, device=d), torch.ones(3, device=d, dtype=torch.double)),
+    "complex with a wrong out dtype": lambda d: torch.complex(
+        torch.ones(3, device=d, dtype=torch.double), torch.ones(3, device=d, dtype=torch.double),
+        out=torch.empty(3, device=d, dtype=torch.complex64)),
+    "masked_fill with an overflowing value": lambda d: torch.ones(3, device=d).masked_fill(torch.ones(3, device=d) > 0, 1j),
+    "masked_fill with an overflowing tensor value": lambda d: torch.ones(3, device=d, dtype=torch.long).masked_fill(
+        torch.ones(3, device=d) > 0, torch.tensor(1j)),
+    "masked_scatter with a float mask": lambda d: torch.ones(3, device=d).masked_scatter(
+        torch.ones(3, device=d), torch.ones(3, device=d)),
+    "gelu with a bad approximate": lambda d: F.gelu(torch.ones(3, device=d), approximate="asdf"),
+    "masked_select into an overlapping out": lambda d: torch.masked_select(
+        torch.ones(6, device=d), torch.ones(6, device=d) > 0, out=overlapping_view(d, 3)),
+    "index_select into an overlapping out": lambda d: torch.index_select(
+        torch.ones(3, 6, device=d), 1, torch.tensor([0, 1], device=d), out=overlapping_view(d, (2, 6))),
+    "take into an out that is its input": lambda d: (lambda x: torch.take(x, torch.tensor([0, 1], device=d), out=x[:2]))(
+        torch.ones(6, device=d)),
+    "kthvalue into an out that is its input": lambda d: (lambda x: torch.kthvalue(
+        x, 2, out=(x, torch.empty(0, device=d, dtype=torch.long))))(torch.ones(10, device=d)),
+    "bernoulli into an overlapping out": lambda d: torch.bernoulli(torch.full((6,), 0.5, device=d), out=overlapping_view(d, 6)),
+    "multinomial with a float out": lambda d: torch.multinomial(
+        torch.ones(3, device=d), 2, out=torch.empty(2, device=d, dtype=torch.double)),
+    "multinomial of a negative weight": lambda d: torch.multinomial(torch.tensor([0.5, -1.0], device=d), 1),
+}
+
+
+class TestBadInputRaisesAtTheCall(TestCase):
+    @parametrize("name", list(BAD_CALLS), name_fn=lambda name: name.replace(" ", "_"))
+    def test_raises_at_the_call_like_the_cpu(self, device, name):
+        call = BAD_CALLS[name]
+        with self.assertRaises(Exception) as on_cpu:
+            call("cpu")
+        torch.mydev.synchronize()
+        for attempt in ("first", "second"):  # the second call raises from what the first learnt
+            with self.assertRaises(type(on_cpu.exception), msg=attempt) as on_device:
+                call(device)
+            self.assertEqual(str(on_device.exception).replace(device, "cpu"), str(on_cpu.exception), msg=attempt)
+            torch.mydev.synchronize()  # nothing failing was queued
+
+    def test_a_missing_dtype_kernel_is_remembered_and_nothing_is_queued(self, device):
+        x = torch.ones(3, device=device, dtype=torch.float64)
+        with self.assertRaisesRegex(NotImplementedError, "not implemented for 'Double'"):
+            torch.lcm(x, x)
+        stream = torch.mydev.current_stream(device)
+        torch.mydev.synchronize()
+        big = torch.ones(800, 800, device=device)
+        for _ in range(4):
+            big = big @ big / 800  # keep the stream busy: a queued or waited kernel would have to wait behind this
+        with self.assertRaisesRegex(NotImplementedError, "not implemented for 'Double'"):
+            torch.lcm(x, x)
+        self.assertFalse(stream.query())  # the second refusal neither waited for the stream nor queued anything
+        torch.mydev.synchronize()
+
+    def test_an_empty_first_call_does_not_hide_a_later_dtype_error(self, device):
+        # Some kernels return before their dtype dispatch when there is nothing to compute (the CPU's softmax of an
+        # empty integer tensor succeeds): an empty call teaches nothing.
+        self.assertEqual(torch.softmax(torch.ones(0, device=device, dtype=torch.int16), 0).numel(), 0)
+        with self.assertRaisesRegex(NotImplementedError, "not implemented for 'Short'"):
+            torch.softmax(torch.ones(3, device=device, dtype=torch.int16), 0)
+
+    def test_valid_calls_of_a_learnt_signature_stay_asynchronous(self, device):
+        x = torch.ones(800, 800, device=device)
+        (x + 1).cpu()  # learns add's signature
+        stream = torch.mydev.current_stream(device)
+        torch.mydev.synchronize()
+        for _ in range(4):
+            x = x @ x / 800
+        y = x + 1
+        self.assertFalse(stream.query())  # queued behind the matrix products: the call did not wait
+        self.assertEqual(y.cpu(), torch.full((800, 800), 2.0))
+
+
+class TestFirstLaunchOfASignature(TestCase):
+    """Each check runs in a fresh process, where no signature is known yet."""
+
+    def run_fresh(self, code):
+        result = run_python(textwrap.dedent(code))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result.stdout.split()
+
+    def test_probed_kernels_launch_asynchronously_the_first_time(self):
+        # A structured kernel (add, mm), a copy and a fallback operator (flip): their probes vouch for the dtypes on
+        # the calling thread, so none of the first launches waits for the busy stream.
+        out = self.run_fresh("""
+            import torch
+            x = torch.ones(800, 800, device="mydev")
+            stream = torch.mydev.current_stream()
+            torch.mydev.synchronize()
+            for _ in range(6):
+                x = x @ x / 800
+            y = x + 1
+            z = y.to(torch.float64)
+            w = torch.flip(z, [0])
+            print(stream.query(), w[0, 0].item())
+            """)
+        self.assertEqual(out, ["False", "2.0"])
+
+    def test_a_waited_first_launch_leaves_kernel_errors_to_the_synchronization(self):
+        # index_select has no probe: its first launch waits for the kernel, but an index out of range is still a
+        # device-side error, reported at the next synchronization as on CUDA.
+        out = self.run_fresh("""
+            import torch
+            x = torch.arange(5.0, device="mydev")
+            torch.index_select(x, 0, torch.tensor([10], device="mydev"))
+            print("returned")
+            try:
+                torch.mydev.synchronize()
+            except IndexError:
+                print("raised_at_synchronize")
+            """)
+        self.assertEqual(out, ["returned", "raised_at_synchronize"])
+
+    def test_a_probe_refused_by_its_stand_ins_does_not_fail_the_call(self):
+        # Integer division by the probe's zero stand-ins raises (ZeroDivisionError): the probe proves nothing, and
+        # the first launch waits for its kernel instead, which computes the right numbers.
+        out = self.run_fresh("""
+            import torch
+            a = torch.tensor([7, 9], device="mydev")
+            print((a // torch.tensor([2, 4], device="mydev")).tolist())
+            """)
+        self.assertEqual(out, ["[3,", "2]"])
+
+
+instantiate_device_type_tests(TestBadInputRaisesAtTheCall, globals(), only_for=("privateuse1",))
+
+if __name__ == "__main__":
+    run_tests()
