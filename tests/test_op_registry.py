@@ -30,6 +30,18 @@ class TestCoverage(TestCase):
         self.assertEqual(set(table.values()), set(ops.HOW_IT_RUNS))
         self.assertGreater(len(table), 2000)
 
+    def test_foreach_operators_are_native_only_with_a_kernel_of_their_own(self):
+        table = {entry.op: entry for entry in ops.coverage()}
+        for name in ("aten::_foreach_add_.List", "aten::_foreach_addcdiv_.Scalar", "aten::_foreach_sqrt",
+                     "aten::_foreach_norm.Scalar", "aten::_foreach_zero_"):
+            self.assertEqual(table[name].how, "native", msg=name)
+            self.assertIn("ForeachPointwise.cpp", table[name].registered_at)
+        for name in ("aten::_foreach_abs", "aten::_foreach_copy_", "aten::_foreach_pow.List"):
+            self.assertEqual(table[name].how, "fallback", msg=name)
+            self.assertIn("Fallback.cpp", table[name].registered_at)
+        foreach = [entry for entry in table.values() if entry.op.startswith("aten::_foreach_")]
+        self.assertEqual({entry.how for entry in foreach}, {"native", "fallback"})
+
     def test_command_line_table(self):
         result = subprocess.run(
             [sys.executable, "-m", "torch_mydev.ops", "--coverage", "--format", "json", "--ops", "aten::add*"],
@@ -57,6 +69,18 @@ class TestFallbackCounters(TestCase):
         self.assertEqual(ops.fallback_counts(), {})
 
 
+    def test_counts_routed_foreach_operators_once_per_list(self):
+        tensors = [torch.full((3,), -2.0, device="mydev"), torch.full((4,), 3.0, device="mydev")]
+        ops.reset_fallback_counts()
+        magnitudes = torch._foreach_abs(tensors)
+        torch._foreach_add_(tensors, 1.0)
+        counts = ops.fallback_counts()
+        self.assertEqual(counts.get("aten::_foreach_abs"), 1)
+        self.assertNotIn("aten::_foreach_add_.Scalar", counts)
+        self.assertEqual([t.cpu().tolist() for t in magnitudes], [[2.0] * 3, [3.0] * 4])
+        self.assertEqual(tensors[0].cpu().tolist(), [-1.0, -1.0, -1.0])
+
+
 class TestFallbackPolicy(TestCase):
     def test_error_policy_refuses_fallback_but_not_native_kernels(self):
         x = torch.tensor([0.0, 1.0, 2.0], device="mydev")
@@ -65,6 +89,10 @@ class TestFallbackPolicy(TestCase):
             with self.assertRaisesRegex(NotImplementedError, "aten::nonzero has no native mydev kernel"):
                 torch.nonzero(x)
             self.assertEqual((x * 2).cpu().tolist(), [0.0, 2.0, 4.0])
+            with self.assertRaisesRegex(NotImplementedError, "aten::_foreach_abs has no native mydev kernel"):
+                torch._foreach_abs([x])
+            torch._foreach_mul_([x], 2.0)
+            self.assertEqual(x.cpu().tolist(), [0.0, 2.0, 4.0])
         self.assertEqual(ops.get_fallback_policy(), "allow")
         self.assertEqual(torch.nonzero(x).cpu().flatten().tolist(), [1, 2])
 

@@ -79,6 +79,8 @@ FOREACH_CALLS = {
     "add_scalar": lambda xs, ys: torch._foreach_add(xs, 1.5),
     "sub_scalar_list": lambda xs, ys: torch._foreach_sub(xs, [0.5 * i for i in range(len(xs))]),
     "mul_tensor": lambda xs, ys: torch._foreach_mul(xs, torch.tensor(3.0, device=xs[0].device)),
+    "add_tensor_alpha": lambda xs, ys: torch._foreach_add(xs, torch.tensor(3.0, device=xs[0].device), alpha=0.5),
+    "div_tensor": lambda xs, ys: torch._foreach_div(xs, torch.tensor(4.0, device=xs[0].device)),
     "div_list": lambda xs, ys: torch._foreach_div(xs, [y * y + 1 for y in ys]),
     "div_scalar_list_integers": lambda xs, ys: torch._foreach_div([x.to(torch.int64) for x in xs], [2] * len(xs)),
     "sub_list_alpha": lambda xs, ys: torch._foreach_sub(xs, ys, alpha=0.5),
@@ -108,6 +110,10 @@ FOREACH_CALLS = {
 }
 
 
+# Calls that use a _foreach_ operator without a native kernel (abs, pow): the generic fallback runs them.
+RUN_BY_THE_FALLBACK = {"sqrt_of_abs", "pow"}
+
+
 def foreach_inputs(device):
     generator = torch.Generator().manual_seed(2)
     shapes = [(4, 3), (5,), (), (0, 2)]
@@ -122,7 +128,7 @@ class TestMydevForeach(TestCase):
     @parametrize("name", list(FOREACH_CALLS))
     def test_functional_foreach_matches_the_cpu(self, device, name):
         expected = FOREACH_CALLS[name](*foreach_inputs("cpu"))
-        with fallback_policy("error"):
+        with fallback_policy("allow" if name in RUN_BY_THE_FALLBACK else "error"):
             actual = FOREACH_CALLS[name](*foreach_inputs(device))
         self.assertEqual(len(actual), len(expected))
         for got, want in zip(actual, expected):
@@ -208,6 +214,20 @@ class TestMydevForeach(TestCase):
         with self.assertRaisesRegex(RuntimeError, "Expected scalars to be on CPU, got mydev:0 instead"):
             torch._foreach_addcmul_(xs, ys, ys, torch.ones(len(xs), device=device))
         self.assertEqual(xs[0].cpu(), foreach_inputs("cpu")[0][0])
+
+    @parametrize("norm_type", [2.0, 1.0, float("inf")])
+    def test_clip_grad_norm_is_native_and_matches_the_cpu(self, device, norm_type):
+        # _foreach_norm, then _foreach_mul_ by a 0-dim device tensor: no fallback, no wait for the norm's value.
+        results = {}
+        for where in ("cpu", device):
+            params = parameters(where, torch.float32)
+            generator = torch.Generator().manual_seed(4)
+            for param in params:
+                param.grad = (10 * torch.randn(param.shape, generator=generator)).to(where)
+            with fallback_policy("error" if where == device else "allow"):
+                total = torch.nn.utils.clip_grad_norm_(params, max_norm=1.0, norm_type=norm_type, foreach=True)
+            results[where] = (total.cpu(), [param.grad.cpu() for param in params])
+        self.assertEqual(results[device], results["cpu"])
 
     @parametrize("optimizer", ["adamw", "adam_amsgrad", "sgd_momentum", "rmsprop", "adagrad"])
     def test_foreach_optimizer_steps_match_the_cpu(self, device, optimizer):

@@ -760,32 +760,8 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
   }
 }
 
-// The sparse keys' backend fallback alone would not reach every sparse
-// operator: the dispatcher prefers an operator's
-// CompositeExplicitAutogradNonFunctional kernel to a fallback, and structured
-// operators (mm, addmm, add, ...) have one, which allocates the output with
-// the first argument's layout and calls the out= variant — where SparseCPU has
-// a kernel of its own for the functional operator, and computes a dense
-// result. So every aten operator that ATen's CPU backend implements for a
-// sparse layout, and that has no mydev kernel (SparseLayouts.cpp), is routed
-// here by name.
-void routeToFallback(torch::Library& library, c10::DispatchKey cpu_key, c10::DispatchKey device_key) {
-  auto& dispatcher = c10::Dispatcher::singleton();
-  const std::string prefix = "aten::";
-  for (const c10::OperatorName& name : dispatcher.getAllOpNamesForDispatchKey(cpu_key)) {
-    if (name.name.compare(0, prefix.size(), prefix) != 0) {
-      continue;
-    }
-    const std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
-    if (!op.has_value() || op->hasKernelForDispatchKey(device_key)) {
-      continue;
-    }
-    library.impl(atenImplName(name).c_str(), torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
-  }
-}
-
-}  // namespace
-
+// The name torch::Library::impl takes for an aten operator (aten::add with
+// overload "out" -> "add.out").
 std::string atenImplName(const c10::OperatorName& name) {
   std::string unqualified = name.name.substr(std::string("aten::").size());
   if (!name.overload_name.empty()) {
@@ -794,28 +770,59 @@ std::string atenImplName(const c10::OperatorName& name) {
   return unqualified;
 }
 
-void routeCpuSparseOperatorsToFallback() {
-  static torch::Library coo(torch::Library::IMPL, "aten", c10::DispatchKey::SparsePrivateUse1, __FILE__, __LINE__);
-  static torch::Library compressed(torch::Library::IMPL, "aten", c10::DispatchKey::SparseCsrPrivateUse1, __FILE__,
-                                   __LINE__);
-  static const bool routed = [] {
-    routeToFallback(coo, c10::DispatchKey::SparseCPU, c10::DispatchKey::SparsePrivateUse1);
-    routeToFallback(compressed, c10::DispatchKey::SparseCsrCPU, c10::DispatchKey::SparseCsrPrivateUse1);
-    return true;
-  }();
-  (void)routed;
+// Two kinds of aten operator would not reach the backend fallback, and are
+// routed here by name when they have no mydev kernel of their own:
+//
+// - Sparse operators. The dispatcher prefers an operator's
+//   CompositeExplicitAutogradNonFunctional kernel to a fallback, and
+//   structured operators (mm, addmm, add, ...) have one, which allocates the
+//   output with the first argument's layout and calls the out= variant —
+//   where SparseCPU has a kernel of its own for the functional operator, and
+//   computes a dense result. So every operator that ATen's CPU backend
+//   implements for a sparse layout and SparseLayouts.cpp does not is routed.
+// - The _foreach_ operators (what foreach=True optimizer steps,
+//   clip_grad_norm_ and user code call). ATen's only kernel for most of them
+//   is the CompositeExplicitAutograd loop that the CPU shares, which on mydev
+//   would launch one kernel per tensor and per arithmetic step; through the
+//   fallback the loop runs once over meta mirrors at the call and once inside
+//   a single kernel on the stream. Those without a native kernel
+//   (ForeachPointwise.cpp) are routed.
+//
+// Routed operators are the fallback in every respect: counted, subject to
+// MYDEV_FALLBACK, and listed as such by the coverage table.
+void routeMatching(torch::Library& library, const std::vector<c10::OperatorName>& names,
+                   c10::DispatchKey device_key) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : names) {
+    const std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
+    if (!op.has_value() || op->hasKernelForDispatchKey(device_key)) {
+      continue;
+    }
+    library.impl(atenImplName(name).c_str(), torch::CppFunction::makeFromBoxedFunction<&runOnDevice>());
+  }
 }
 
-void runCpuKernelOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool as_fallback) {
+std::vector<c10::OperatorName> atenOperatorsWithPrefix(const std::vector<c10::OperatorName>& names,
+                                                       const std::string& prefix) {
+  std::vector<c10::OperatorName> matching;
+  for (const c10::OperatorName& name : names) {
+    if (name.name.compare(0, prefix.size(), prefix) == 0) {
+      matching.push_back(name);
+    }
+  }
+  return matching;
+}
+
+}  // namespace
+
+void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   reissueKernelWarnings();
   const c10::FunctionSchema& schema = op.schema();
   const auto args = torch::jit::last(*stack, schema.arguments().size());
   const std::string name = kernelName(op);
   const c10::DeviceIndex device = operatorDevice(schema, args, name);
   checkOnHost(schema, args);
-  if (as_fallback) {
-    admitFallback(name);
-  }
+  admitFallback(name);
   ScopedDevice on_device(device);
   const MydevStream stream = getCurrentMydevStream(device);
   // Sparse arguments have no Meta mirrors, and their members' sizes follow the
@@ -826,8 +833,25 @@ void runCpuKernelOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stac
   }
 }
 
-void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  runCpuKernelOnDevice(op, stack, /*as_fallback=*/true);
+void routeOperatorsToFallback() {
+  static torch::Library dense(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  static torch::Library coo(torch::Library::IMPL, "aten", c10::DispatchKey::SparsePrivateUse1, __FILE__, __LINE__);
+  static torch::Library compressed(torch::Library::IMPL, "aten", c10::DispatchKey::SparseCsrPrivateUse1, __FILE__,
+                                   __LINE__);
+  static const bool routed = [] {
+    auto& dispatcher = c10::Dispatcher::singleton();
+    routeMatching(dense, atenOperatorsWithPrefix(dispatcher.getAllOpNames(), "aten::_foreach_"),
+                  c10::DispatchKey::PrivateUse1);
+    routeMatching(coo, atenOperatorsWithPrefix(dispatcher.getAllOpNamesForDispatchKey(c10::DispatchKey::SparseCPU),
+                                               "aten::"),
+                  c10::DispatchKey::SparsePrivateUse1);
+    routeMatching(compressed,
+                  atenOperatorsWithPrefix(dispatcher.getAllOpNamesForDispatchKey(c10::DispatchKey::SparseCsrCPU),
+                                          "aten::"),
+                  c10::DispatchKey::SparseCsrPrivateUse1);
+    return true;
+  }();
+  (void)routed;
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnDevice>()); }

@@ -2,19 +2,19 @@
 // optimizers: lerp, addcmul, addcdiv, sqrt, the arithmetic add, sub, mul and
 // div, and clamp_min/clamp_max (= maximum/minimum), with a tensor list, a
 // scalar or a scalar list (Adam/AdamW with or without amsgrad, SGD, RMSprop,
-// Adagrad, clip_grad_norm_'s scaling), and the structured unary operators.
+// Adagrad, clip_grad_norm_'s scaling), the structured unary operators, and
+// clip_grad_norm_'s norms and zero_grad's zeroing.
 //
-// Foreach.cpp runs every other _foreach_ operator's composite loop over meta
-// mirrors to validate the call and size its outputs. For these operators that
-// loop is slow: once torch._meta_registrations is imported (by `import torch`
-// itself), their per-tensor Meta kernels are Python decompositions, 40-150 us
-// per tensor, so an AdamW step over 53 parameters spent ~20 ms of host time in
-// meta passes. Here each tensor's geometry comes from the per-tensor operator's
+// Every other _foreach_ operator runs the generic fallback (routed to it by
+// name in Fallback.cpp), whose composite loop over meta mirrors validates the
+// call and sizes the outputs. For these operators that loop is slow: once
+// torch._meta_registrations is imported (by `import torch` itself), their
+// per-tensor Meta kernels are Python decompositions, 40-150 us per tensor,
+// so an AdamW step over 53 parameters spent ~20 ms of host time in meta
+// passes. Here each tensor's geometry comes from the per-tensor operator's
 // C++ structured meta function (the one ATen's CPU kernel runs, so the errors
 // are the CPU's), and the whole list still runs as one kernel on the stream:
 // the CPU out= function for every tensor, over CPU aliases of device memory.
-#include "ForeachPointwise.h"
-
 #include "PointwiseSignatures.h"
 #include "StructuredOut.h"
 
@@ -40,6 +40,7 @@
 #include <ATen/ops/floor_meta.h>
 #include <ATen/ops/frac_meta.h>
 #include <ATen/ops/lerp_meta.h>
+#include <ATen/ops/linalg_vector_norm_meta.h>
 #include <ATen/ops/lgamma_meta.h>
 #include <ATen/ops/log_meta.h>
 #include <ATen/ops/log10_meta.h>
@@ -75,6 +76,10 @@ const at::Tensor& nth(const UsedTensorList& list, size_t i) { return list.tensor
 const at::Scalar& nth(at::ArrayRef<at::Scalar> list, size_t i) { return list[i]; }
 const at::Scalar& nth(const at::Scalar& shared, size_t) { return shared; }
 const at::Tensor& nth(const at::Tensor& shared, size_t) { return shared; }
+template <typename Shared>
+const Shared& nth(const Shared& shared, size_t) {
+  return shared;
+}
 
 // self[i] = op(self[i], others[i]...), as the CPU's slow foreach loop calls
 // self[i].op_(others[i]...). No self is a conjugate or negative view: the
@@ -231,8 +236,15 @@ std::vector<at::Tensor> wrappedEach(at::ArrayRef<at::Scalar> scalars) {
   return wrapped;
 }
 
-// self[i].op(other[i]) for mul and div, with other a tensor list, one scalar
-// or a scalar list.
+// The .Tensor overloads take one 0-dim tensor for every self[i] (clip_grad_norm_
+// scales by a device tensor, so that nothing waits for its value).
+void checkSharedScalarTensor(const at::Tensor& scalar) {
+  TORCH_CHECK(scalar.dim() == 0 && scalar.numel() == 1, "scalar tensor expected to be 0 dim but it has ", scalar.dim(),
+              " dimensions and ", scalar.numel(), " elements.");
+}
+
+// self[i].op(other[i]) for mul and div, with other a tensor list, one scalar,
+// a scalar list or one 0-dim tensor.
 template <typename Meta, BinaryOut CpuOutf, const char* Name>
 struct Binary {
   using Inplace = ForeachInplace<Meta, CpuOutf, Name>;
@@ -261,6 +273,16 @@ struct Binary {
   static std::vector<at::Tensor> scalarList(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
     at::native::check_foreach_api_restrictions(self, scalars);
     return Functional::run(self, at::TensorList(wrappedEach(scalars)));
+  }
+  static void tensorInplace(at::TensorList self, const at::Tensor& other) {
+    checkSharedScalarTensor(other);
+    at::native::check_foreach_api_restrictions(self);
+    Inplace::run(self, other);
+  }
+  static std::vector<at::Tensor> tensor(at::TensorList self, const at::Tensor& other) {
+    checkSharedScalarTensor(other);
+    at::native::check_foreach_api_restrictions(self);
+    return Functional::run(self, other);
   }
 };
 
@@ -294,6 +316,16 @@ struct BinaryAlpha {
   static std::vector<at::Tensor> scalarList(at::TensorList self, at::ArrayRef<at::Scalar> scalars) {
     at::native::check_foreach_api_restrictions(self, scalars);
     return Functional::run(self, at::TensorList(wrappedEach(scalars)), at::Scalar(1));
+  }
+  static void tensorInplace(at::TensorList self, const at::Tensor& other, const at::Scalar& alpha) {
+    checkSharedScalarTensor(other);
+    at::native::check_foreach_api_restrictions(self);
+    Inplace::run(self, other, alpha);
+  }
+  static std::vector<at::Tensor> tensor(at::TensorList self, const at::Tensor& other, const at::Scalar& alpha) {
+    checkSharedScalarTensor(other);
+    at::native::check_foreach_api_restrictions(self);
+    return Functional::run(self, other, alpha);
   }
 };
 
@@ -338,6 +370,31 @@ using Sub = BinaryAlpha<at::meta::structured_sub_Tensor, &at::cpu::sub_outf, kSu
 using Mul = Binary<at::meta::structured_mul_Tensor, &at::cpu::mul_outf, kMul>;
 using Div = Binary<at::meta::structured_div_Tensor, &at::cpu::div_outf, kDiv>;
 
+// clip_grad_norm_'s per-tensor norms: linalg_vector_norm(self[i], ord,
+// dtype=dtype) over all elements, a 0-dim tensor each, as the CPU's loop.
+constexpr char kNorm[] = "aten::_foreach_norm";
+using NormOut = at::Tensor& (*)(const at::Tensor&, const at::Scalar&, at::OptionalIntArrayRef, bool,
+                                std::optional<at::ScalarType>, at::Tensor&);
+constexpr NormOut kNormOut = &at::cpu::linalg_vector_norm_outf;
+
+std::vector<at::Tensor> norm(at::TensorList self, const at::Scalar& ord, std::optional<at::ScalarType> dtype) {
+  at::native::check_foreach_api_restrictions(self);
+  return ForeachFunctional<at::meta::structured_linalg_vector_norm, kNormOut, kNorm>::run(
+      self, ord, at::OptionalIntArrayRef(), false, dtype);
+}
+
+// zero_grad(set_to_none=False): every tensor of the list zeroed in one kernel.
+void zero(at::TensorList self) {
+  NativeCall native("aten::_foreach_zero_", self);
+  native.launch(
+      [](const auto& self_aliases) {
+        for (const at::Tensor& tensor : self_aliases.tensors) {
+          at::Tensor(tensor).zero_();
+        }
+      },
+      self);
+}
+
 // self[i].op() and self[i].op_() for the structured unary operators.
 template <typename Meta, UnaryOut CpuOutf, const char* Name>
 struct Unary {
@@ -353,12 +410,8 @@ struct Unary {
 
 }  // namespace
 
-std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& m) {
-  std::unordered_set<std::string> registered;
-  const auto impl = [&](const char* name, auto&& kernel) {
-    m.impl(name, std::forward<decltype(kernel)>(kernel));
-    registered.insert(name);
-  };
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  const auto impl = [&](const char* name, auto&& kernel) { m.impl(name, std::forward<decltype(kernel)>(kernel)); };
   impl("_foreach_addcdiv_.Scalar", TORCH_FN(Addcdiv::scalarInplace));
   impl("_foreach_addcdiv_.ScalarList", TORCH_FN(Addcdiv::scalarListInplace));
   impl("_foreach_addcdiv.Scalar", TORCH_FN(Addcdiv::scalar));
@@ -383,6 +436,8 @@ std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& 
   impl("_foreach_add.Scalar", TORCH_FN(Add::scalar));
   impl("_foreach_add_.ScalarList", TORCH_FN(Add::scalarListInplace));
   impl("_foreach_add.ScalarList", TORCH_FN(Add::scalarList));
+  impl("_foreach_add_.Tensor", TORCH_FN(Add::tensorInplace));
+  impl("_foreach_add.Tensor", TORCH_FN(Add::tensor));
   impl("_foreach_sub_.List", TORCH_FN(Sub::listInplace));
   impl("_foreach_sub.List", TORCH_FN(Sub::list));
   impl("_foreach_sub_.Scalar", TORCH_FN(Sub::scalarInplace));
@@ -395,12 +450,18 @@ std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& 
   impl("_foreach_mul.Scalar", TORCH_FN(Mul::scalar));
   impl("_foreach_mul_.ScalarList", TORCH_FN(Mul::scalarListInplace));
   impl("_foreach_mul.ScalarList", TORCH_FN(Mul::scalarList));
+  impl("_foreach_mul_.Tensor", TORCH_FN(Mul::tensorInplace));
+  impl("_foreach_mul.Tensor", TORCH_FN(Mul::tensor));
   impl("_foreach_div_.List", TORCH_FN(Div::listInplace));
   impl("_foreach_div.List", TORCH_FN(Div::list));
   impl("_foreach_div_.Scalar", TORCH_FN(Div::scalarInplace));
   impl("_foreach_div.Scalar", TORCH_FN(Div::scalar));
   impl("_foreach_div_.ScalarList", TORCH_FN(Div::scalarListInplace));
   impl("_foreach_div.ScalarList", TORCH_FN(Div::scalarList));
+  impl("_foreach_div_.Tensor", TORCH_FN(Div::tensorInplace));
+  impl("_foreach_div.Tensor", TORCH_FN(Div::tensor));
+  impl("_foreach_norm.Scalar", TORCH_FN(norm));
+  impl("_foreach_zero_", TORCH_FN(zero));
   impl("_foreach_clamp_min_.List", TORCH_FN(ClampMin::listInplace));
   impl("_foreach_clamp_min.List", TORCH_FN(ClampMin::list));
   impl("_foreach_clamp_min_.Scalar", TORCH_FN(ClampMin::scalarInplace));
@@ -463,7 +524,6 @@ std::unordered_set<std::string> registerPointwiseForeachKernels(torch::Library& 
   MYDEV_FOREACH_UNARY(tanh);
   MYDEV_FOREACH_UNARY(trunc);
 #undef MYDEV_FOREACH_UNARY
-  return registered;
 }
 
 }  // namespace torch_mydev::native

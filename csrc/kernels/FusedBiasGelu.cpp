@@ -45,14 +45,17 @@ void checkBackwardArguments(const Tensor& grad_output, const Tensor& input, cons
 }
 
 // The computation, over CPU tensors (the CPU kernel, or device memory mapped
-// on the stream worker).
+// on the stream worker), written into the output: the sum first, then gelu
+// (or its gradient) in place over it, with no intermediate tensor.
 void biasGelu(const Tensor& input, const Tensor& bias, std::string_view approximate, Tensor& out) {
-  out.copy_(at::gelu(at::add(input, bias), approximate));
+  at::add_out(out, input, bias);
+  at::gelu_(out, approximate);
 }
 
 void biasGeluBackward(const Tensor& grad_output, const Tensor& input, const Tensor& bias,
                       std::string_view approximate, Tensor& grad_input) {
-  grad_input.copy_(at::gelu_backward(grad_output, at::add(input, bias), approximate));
+  at::add_out(grad_input, input, bias);
+  at::gelu_backward_out(grad_input, grad_output, grad_input, approximate);
 }
 
 Tensor fusedBiasGeluCpu(const Tensor& input, const Tensor& bias, std::string_view approximate) {

@@ -1,10 +1,11 @@
 // Native kernels of mode. ATen implements its out= form as a composite that
-// refuses every device but CPU, CUDA and XPU; here ATen's CPU mode runs on the
-// stream and its results are copied into the outputs. The checks, the empty
-// reduction dimension's among them, run at the call.
+// refuses every device but CPU, CUDA and XPU; here that composite runs on the
+// stream over CPU aliases of the device outputs, so ATen's CPU mode writes
+// them directly. The checks, the empty reduction dimension's among them, run
+// at the call, and the outputs have their final shape before the launch.
 #include "NativeCall.h"
 
-#include <ATen/CPUFunctions.h>
+#include <ATen/CompositeExplicitAutogradFunctions.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/ops/empty.h>
@@ -38,9 +39,8 @@ std::tuple<Tensor&, Tensor&> modeOut(const Tensor& self, int64_t dim, bool keepd
   at::native::resize_output(values, shape);
   at::native::resize_output(indices, shape);
   call.launch(
-      [dim, keepdim](const Tensor& self, const Tensor& values, const Tensor& indices) {
-        auto [mode_values, mode_indices] = at::cpu::mode(self, dim, keepdim);
-        copyHostResults({{values, mode_values}, {indices, mode_indices}});
+      [dim, keepdim](const Tensor& self, Tensor values, Tensor indices) {
+        at::compositeexplicitautograd::mode_outf(self, dim, keepdim, values, indices);
       },
       self, values, indices);
   return {values, indices};

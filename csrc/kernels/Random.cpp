@@ -30,6 +30,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/ones.h>
+#include <ATen/ops/topk.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -284,7 +285,8 @@ void sampleMultinomial(const Tensor& self, int64_t num_samples, bool replacement
     Tensor keys = at::empty_like(weights);
     templates::exponential_impl_<cpu::ExponentialKernel, Rng>(keys, 1.0, engine);
     keys = weights / keys;
-    result.copy_(std::get<1>(keys.topk(num_samples, -1)));
+    Tensor largest_keys = at::empty({0}, keys.options());
+    at::topk_out(largest_keys, result, keys, num_samples, -1);
     return;
   }
   const Tensor cumulative = weights.cumsum(1).contiguous();

@@ -135,7 +135,7 @@ class PythonCompiledKernel {
 PYBIND11_MODULE(_C, m) {
   using namespace torch_mydev;
   m.doc() = "Bindings of the mydev PyTorch backend";
-  routeCpuSparseOperatorsToFallback();
+  routeOperatorsToFallback();
 
   m.def("_init", &initRuntime, "Initialises the mydev runtime (called once by torch.mydev._lazy_init)");
   m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
