@@ -8,7 +8,7 @@ from torch import nn
 
 from case import Case
 
-TARGET = 1.10
+TARGET = 0.85
 VOCAB_SIZE = 1024
 SEQ_LEN = 128
 D_MODEL = 256
