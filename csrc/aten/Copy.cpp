@@ -14,6 +14,7 @@
 #include "../core/Event.h"
 #include "../core/HostAllocator.h"
 #include "../core/Stream.h"
+#include "../core/SyncDebug.h"
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
@@ -80,6 +81,9 @@ void finishHostCopy(const at::Tensor& host, const MydevStream& stream, bool non_
 }
 
 void copyHostToDevice(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+  if (!non_blocking) {
+    reportHostWait("a blocking copy from the host to mydev (Tensor.copy_, Tensor.to)");
+  }
   const MydevStream stream = getCurrentMydevStream(dst.device().index());
   at::Tensor host = src;
   if (!bytewiseCopyable(dst, src)) {
@@ -96,6 +100,9 @@ void copyHostToDevice(const at::Tensor& dst, const at::Tensor& src, bool non_blo
 }
 
 void copyDeviceToHost(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+  if (!non_blocking || !plainLayout(dst)) {
+    reportHostWait("a blocking copy from mydev to the host (Tensor.copy_, Tensor.to, Tensor.cpu)");
+  }
   const MydevStream stream = getCurrentMydevStream(src.device().index());
   at::Tensor source = src;
   if (!bytewiseCopyable(dst, src)) {

@@ -37,6 +37,7 @@
 #include "../core/Generator.h"
 #include "../core/KernelWarnings.h"
 #include "../core/Stream.h"
+#include "../core/SyncDebug.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -700,6 +701,7 @@ void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
   const size_t num_args = schema.arguments().size();
   const auto args = torch::jit::last(*stack, num_args);
   const std::string name = kernelName(op);
+  reportHostWait((name + ", which runs synchronously (its results are read on the host)").c_str());
   auto outcome = std::make_shared<SyncOutcome>();
   launchKernel(name.c_str(), stream, [op, slots = argumentSlots(schema, args, device), outcome] {
     KernelMemory memory;

@@ -3,6 +3,7 @@
 // synchronization also reports any failed kernel, like .item() on CUDA.
 #include "../core/Exception.h"
 #include "../core/Stream.h"
+#include "../core/SyncDebug.h"
 
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
@@ -13,6 +14,7 @@ namespace {
 
 c10::Scalar localScalarDense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  reportHostWait("aten::_local_scalar_dense (Tensor.item())");
   const MydevStream stream = getCurrentMydevStream(self.device().index());
   at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
   MYDEV_CHECK(mydevMemcpyAsync(host.data_ptr(), self.data_ptr(), self.element_size(), mydevMemcpyDeviceToHost,

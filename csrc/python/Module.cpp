@@ -9,6 +9,7 @@
 #include "../core/Generator.h"
 #include "../core/HostAllocator.h"
 #include "../core/KernelWorkspaceAllocator.h"
+#include "../core/SyncDebug.h"
 #include "../inductor/CompiledKernel.h"
 #include "../inductor/PythonKernel.h"
 
@@ -215,6 +216,17 @@ PYBIND11_MODULE(_C, m) {
       .def("__call__", &PythonCompiledKernel::operator())
       .def_property_readonly("name", &PythonCompiledKernel::name)
       .def_property_readonly("kinds", &PythonCompiledKernel::kinds);
+  m.def("_get_sync_debug_mode", [] { return static_cast<int>(syncDebugMode()); });
+  m.def("_set_sync_debug_mode", [](int mode) {
+    TORCH_CHECK(mode >= 0 && mode <= 2, "invalid value of debug_mode, expected 0, 1 or 2, got ", mode);
+    setSyncDebugMode(static_cast<SyncDebugMode>(mode));
+  });
+  m.def("_inject_fault", [](int kind, const std::string& name, int nth) {
+    int id = 0;
+    MYDEV_CHECK(mydevInjectFault(static_cast<mydevFaultKind>(kind), name.c_str(), nth, &id));
+    return id;
+  });
+  m.def("_remove_fault", [](int id) { MYDEV_CHECK(mydevRemoveFault(id)); });
   m.def("_launch_python_kernel", &launchPythonKernel, py::arg("name"), py::arg("function"), py::arg("arguments"));
   m.attr("_inductor_launch_api") = py::capsule(inductorLaunchApi(), "torch_mydev._C._inductor_launch_api");
   m.def("_default_generator", [](int device) {

@@ -16,7 +16,7 @@ std::atomic<bool> g_initialized{false};
 void initialize() {
   Config loaded;
   std::string error;
-  if (!load_config(&loaded, &error)) {
+  if (!load_config(&loaded, &error) || !install_faults_from_environment(&error)) {
     g_init_error = new std::string(error);
     return;
   }

@@ -89,6 +89,28 @@ void register_stream(const std::shared_ptr<mydevStream>& stream);
 // called mydevKernelFail or threw.
 bool run_kernel(int device, const char* name, mydevKernelFn fn, void* args, std::string* failure);
 
+// ---- activity tracing (activity.cpp) -----------------------------------------
+// Whether launches are recorded now (mydevActivityEnable).
+bool activity_recording();
+// Marks `task` as recorded, with the calling thread's correlation id.
+void tag_activity(Task* task, mydevActivityKind kind);
+// The clock of activity records: the system clock, in ns since the epoch.
+int64_t activity_clock_ns();
+// Keeps the record of a recorded task that ran from start_ns to end_ns.
+void record_activity(const Task& task, const char* name, int device, uint64_t stream_id, int64_t start_ns,
+                     int64_t end_ns);
+
+// ---- injected faults (injected_faults.cpp) -----------------------------------
+// Counts a launch of kernel `name` against the installed kernel faults and
+// marks `task` with the one that fires, if any. Cheap when none is installed.
+void tag_injected_fault(Task* task, const char* name);
+// Counts a device allocation; true if an injected fault fails it.
+bool allocation_fault_fires();
+// On a stream worker: waits until fault `id` is removed.
+void hang_until_removed(uint32_t id);
+// Installs the faults MYDEV_INJECT_FAULT lists; false with a message if it is malformed.
+bool install_faults_from_environment(std::string* error);
+
 // ---- process-wide hooks (fault_handler.cpp, fork.cpp) ------------------------
 void install_fault_handler();
 void install_fork_handler();

@@ -22,6 +22,15 @@ void fail_running_kernel(const char* message) {
   t_kernel->message = message != nullptr ? message : "(no message)";
 }
 
+// What a kernel launch's task records besides the kernel: its activity record
+// while a profiler records, the fault injected into it.
+mydev::Task launch_tags(const char* name) {
+  mydev::Task tags;
+  if (mydev::activity_recording()) mydev::tag_activity(&tags, mydevActivityKernel);
+  mydev::tag_injected_fault(&tags, name);
+  return tags;
+}
+
 // Ends a launch: in MYDEV_LAUNCH_BLOCKING mode it waits for the kernel and
 // reports its failure, as CUDA_LAUNCH_BLOCKING does.
 mydevError_t finish_launch(mydevStream& stream, uint64_t seq) {
@@ -74,11 +83,12 @@ mydevError_t mydevLaunchKernel(const char* name, mydevKernelFn fn, void* args, m
     if (release != nullptr) release(args);
     return error;
   }
-  Task task;
+  const char* label = name != nullptr ? name : "<unnamed>";
+  Task task = launch_tags(label);
   task.fn = fn;
   task.args = args;
   task.release = release;
-  return finish_launch(*stream, stream->submit(std::move(task), name != nullptr ? name : "<unnamed>"));
+  return finish_launch(*stream, stream->submit(std::move(task), label));
 }
 
 mydevError_t mydevLaunchKernelWithArgs(const char* name, mydevKernelFn fn, size_t args_size,
@@ -94,7 +104,7 @@ mydevError_t mydevLaunchKernelWithArgs(const char* name, mydevKernelFn fn, size_
   if (error == mydevSuccess) error = resolve_stream(api, handle, &stream);
   if (error != mydevSuccess) return error;
   const char* label = name != nullptr ? name : "<unnamed>";
-  const uint64_t seq = stream->submit_kernel(label, fn, args_size, construct, context, release);
+  const uint64_t seq = stream->submit_kernel(label, fn, args_size, construct, context, release, launch_tags(label));
   if (seq == 0) {
     return set_error(mydevErrorInvalidValue, "%s: kernel '%s': its argument constructor failed; nothing was queued",
                      api, label);

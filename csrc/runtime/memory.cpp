@@ -118,6 +118,18 @@ mydevError_t check_kind(const char* api, mydevMemcpyKind kind, const Location& d
                    src.device >= 0 ? (" of mydev:" + std::to_string(src.device)).c_str() : "");
 }
 
+// A copy task, with its activity record while a profiler records.
+Task traced_copy(Task task, const Location& dst, const Location& src, size_t count) {
+  if (!activity_recording()) return task;
+  tag_activity(&task, mydevActivityMemcpy);
+  task.bytes = count;
+  const bool to_device = dst.memory == Memory::Device;
+  const bool from_device = src.memory == Memory::Device;
+  task.copy_kind = static_cast<uint8_t>(to_device ? (from_device ? mydevMemcpyDeviceToDevice : mydevMemcpyHostToDevice)
+                                                  : (from_device ? mydevMemcpyDeviceToHost : mydevMemcpyHostToHost));
+  return task;
+}
+
 // Queues the copy; a pageable source is copied into a staging buffer first so
 // that the caller may reuse it as soon as this returns.
 mydevError_t submit_copy(const char* api, mydevStream& stream, const Location& dst, const Location& src, size_t count,
@@ -131,10 +143,13 @@ mydevError_t submit_copy(const char* api, mydevStream& stream, const Location& d
                        format_bytes(count).c_str());
     }
     memcpy(staging.get(), src.address, count);
-    *seq = stream.submit(
-        runtime_work([to = dst.address, staging = std::move(staging), count] { memcpy(to, staging.get(), count); }));
+    *seq = stream.submit(traced_copy(
+        runtime_work([to = dst.address, staging = std::move(staging), count] { memcpy(to, staging.get(), count); }),
+        dst, src, count));
   } else {
-    *seq = stream.submit(runtime_work([to = dst.address, from = src.address, count] { memcpy(to, from, count); }));
+    *seq = stream.submit(
+        traced_copy(runtime_work([to = dst.address, from = src.address, count] { memcpy(to, from, count); }), dst,
+                    src, count));
   }
   return mydevSuccess;
 }
@@ -156,6 +171,10 @@ mydevError_t mydevMalloc(void** dev_ptr, size_t size) {
   if (size == 0) return mydevSuccess;
   const int index = current_device();
   if (mydevError_t error = ensure_device_ready(api, index)) return error;
+  if (allocation_fault_fires()) {
+    return set_error(mydevErrorMemoryAllocation, "%s: out of memory on mydev:%d: tried to allocate %s (injected fault)",
+                     api, index, format_bytes(size).c_str());
+  }
   Arena& arena = *device(index).arena;
   size_t offset;
   if (!arena.allocate(size, &offset)) {
@@ -278,8 +297,9 @@ mydevError_t mydevMemcpy(void* dst, const void* src, size_t count, mydevMemcpyKi
     return mydevSuccess;
   }
   mydevStream& stream = *device(to.memory == Memory::Device ? to.device : from.device).default_stream;
-  const uint64_t seq =
-      stream.submit(runtime_work([to = to.address, from = from.address, count] { memcpy(to, from, count); }));
+  const uint64_t seq = stream.submit(
+      traced_copy(runtime_work([to = to.address, from = from.address, count] { memcpy(to, from, count); }), to, from,
+                  count));
   stream.wait(seq);
   return take_stream_error(stream, seq);
 }
@@ -315,8 +335,13 @@ mydevError_t mydevMemsetAsync(void* dev_ptr, int value, size_t count, mydevStrea
   if (target.memory != Memory::Device) {
     return set_error(mydevErrorInvalidValue, "%s: %p is %s, not device memory", api, dev_ptr, describe(target.memory));
   }
-  const uint64_t seq = stream->submit(
-      runtime_work([to = target.address, byte = static_cast<unsigned char>(value), count] { memset(to, byte, count); }));
+  Task task =
+      runtime_work([to = target.address, byte = static_cast<unsigned char>(value), count] { memset(to, byte, count); });
+  if (activity_recording()) {
+    tag_activity(&task, mydevActivityMemset);
+    task.bytes = count;
+  }
+  const uint64_t seq = stream->submit(std::move(task));
   if (!config().launch_blocking) return mydevSuccess;
   stream->wait(seq);
   return take_stream_error(*stream, seq);

@@ -34,8 +34,13 @@ constexpr int kGreatestPriority = -1;
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> g_next_stream_id{1};
+}  // namespace
+
 mydevStream::mydevStream(int device, int priority, bool is_default)
-    : device(device), priority(priority), is_default(is_default) {
+    : id(g_next_stream_id.fetch_add(1, std::memory_order_relaxed)), device(device), priority(priority),
+      is_default(is_default) {
   worker_ = std::thread(&mydevStream::run, this);
 }
 
@@ -60,11 +65,12 @@ uint64_t mydevStream::submit(mydev::Task task, const char* name) {
 }
 
 uint64_t mydevStream::submit_kernel(const char* name, mydevKernelFn fn, size_t args_size,
-                                    mydevArgsConstructFn construct, void* context, mydevReleaseFn release) {
+                                    mydevArgsConstructFn construct, void* context, mydevReleaseFn release,
+                                    const mydev::Task& tags) {
   std::lock_guard<std::mutex> lock(submit_mutex_);
   const uint64_t seq = next_seq_locked();
   const size_t bytes = std::max<size_t>(kCacheLine, (args_size + kCacheLine - 1) / kCacheLine * kCacheLine);
-  mydev::Task task;
+  mydev::Task task = tags;
   task.fn = fn;
   task.release = release;
   task.args = reserve_args_locked(bytes, &task.args_end);
@@ -205,15 +211,23 @@ void mydevStream::run() {
 }
 
 void mydevStream::execute(const mydev::Task& task, const char* name, uint64_t seq) {
-  if (task.is_runtime_work) {
-    task.fn(task.args);
+  if (task.fault_kind == mydevFaultKernelFailure) {
+    record_failure(seq, std::string("kernel '") + name + "' failed on mydev:" + std::to_string(device) +
+                            ": injected fault (mydevInjectFault, MYDEV_INJECT_FAULT)");
     return;
   }
-  std::string failure;
-  if (!mydev::run_kernel(device, name, task.fn, task.args, &failure)) {
-    record_failure(seq,
-                   std::string("kernel '") + name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
+  if (task.fault_kind == mydevFaultKernelHang) mydev::hang_until_removed(task.fault_id);
+  const int64_t start_ns = task.activity != 0 ? mydev::activity_clock_ns() : 0;
+  if (task.is_runtime_work) {
+    task.fn(task.args);
+  } else {
+    std::string failure;
+    if (!mydev::run_kernel(device, name, task.fn, task.args, &failure)) {
+      record_failure(seq,
+                     std::string("kernel '") + name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
+    }
   }
+  if (task.activity != 0) mydev::record_activity(task, name, device, id, start_ns, mydev::activity_clock_ns());
 }
 
 void mydevStream::record_failure(uint64_t seq, std::string message) {
@@ -335,6 +349,16 @@ mydevError_t mydevStreamGetDevice(mydevStream_t handle, int* device_index) {
   mydevStream* stream;
   if (mydevError_t error = resolve_stream(api, handle, &stream)) return error;
   *device_index = stream->device;
+  return mydevSuccess;
+}
+
+mydevError_t mydevStreamGetId(mydevStream_t handle, uint64_t* id) {
+  const char* api = "mydevStreamGetId";
+  if (mydevError_t error = enter(api)) return error;
+  if (id == nullptr) return set_error(mydevErrorInvalidValue, "%s: id is NULL", api);
+  mydevStream* stream;
+  if (mydevError_t error = resolve_stream(api, handle, &stream)) return error;
+  *id = stream->id;
   return mydevSuccess;
 }
 

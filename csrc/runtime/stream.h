@@ -35,7 +35,14 @@ struct Task {
   // stream's argument ring (0: none there), or a heap block to free.
   uint64_t args_end = 0;
   void* heap_args = nullptr;
+  // Set when the launch was recorded for a profiler (activity.cpp).
+  uint64_t correlation_id = 0;
+  uint64_t bytes = 0;       // copies and memsets
   bool is_runtime_work = false;
+  uint8_t activity = 0;     // a mydevActivityKind; 0: not recorded
+  uint8_t copy_kind = 0;    // a mydevMemcpyKind
+  uint8_t fault_kind = 0;   // a mydevFaultKind injected into this launch; 0: none
+  uint32_t fault_id = 0;
 };
 static_assert(sizeof(Task) <= 64, "a task fills one cache line of the launch queue");
 
@@ -103,8 +110,10 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // args_size bytes of the stream's argument ring (or of the heap when the
   // ring is full). Returns 0 and queues nothing if construct fails; its
   // exceptions propagate, with nothing queued.
+  // `tags` carries what the launch's task records besides its kernel
+  // (correlation, activity, injected fault).
   uint64_t submit_kernel(const char* name, mydevKernelFn fn, size_t args_size, mydevArgsConstructFn construct,
-                         void* context, mydevReleaseFn release);
+                         void* context, mydevReleaseFn release, const mydev::Task& tags);
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
   bool is_complete(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
   // Blocks until task `seq` (and so every earlier one) has run, then
@@ -128,6 +137,7 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   bool take_failure(uint64_t seq, std::string* message);
 
   std::atomic<uint32_t> magic{mydev::kStreamMagic};
+  const uint64_t id;  // unique in the process, names the stream in activity records
   const int device;
   const int priority;
   const bool is_default;

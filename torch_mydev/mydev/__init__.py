@@ -2,6 +2,7 @@
 from torch import OutOfMemoryError
 
 from torch_mydev.mydev.amp import get_amp_supported_dtype
+from torch_mydev.mydev.debug import get_sync_debug_mode, inject_fault, set_sync_debug_mode
 
 from torch_mydev.mydev.device import (
     _get_device_index,
@@ -77,6 +78,7 @@ __all__ = [
     "is_current_stream_capturing",
     "Event",
     "get_amp_supported_dtype",
+    "get_sync_debug_mode",
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
@@ -87,6 +89,7 @@ __all__ = [
     "host_memory_stats_as_nested_dict",
     "init",
     "initial_seed",
+    "inject_fault",
     "is_available",
     "is_bf16_supported",
     "is_initialized",
@@ -114,6 +117,7 @@ __all__ = [
     "set_rng_state",
     "set_rng_state_all",
     "set_stream",
+    "set_sync_debug_mode",
     "Stream",
     "stream",
     "StreamContext",

@@ -1159,6 +1159,129 @@ TEST(kernel_failure_reported_by_events_device_sync_and_memcpy) {
   CHECK_OK(mydevStreamDestroy(stream));
 }
 
+// ---- activity tracing ------------------------------------------------------
+
+std::vector<mydevActivityRecord> flushed_activity(std::vector<std::string>* names) {
+  struct Sink {
+    std::vector<mydevActivityRecord> records;
+    std::vector<std::string>* names;
+  } sink{{}, names};
+  CHECK_OK(mydevActivityFlush(
+      [](const mydevActivityRecord* record, void* context) {
+        auto* into = static_cast<Sink*>(context);
+        into->records.push_back(*record);
+        into->names->push_back(record->name);
+      },
+      &sink));
+  return sink.records;
+}
+
+TEST(activity_records_kernels_copies_and_memsets_with_their_correlation) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  uint64_t stream_id = 0;
+  CHECK_OK(mydevStreamGetId(stream, &stream_id));
+  std::vector<std::string> names;
+  flushed_activity(&names);  // nothing left from earlier tests
+  CHECK_OK(launch("before_recording", [] {}, stream));
+  CHECK_OK(mydevActivityEnable(1));
+  CHECK_OK(mydevActivityPushExternalCorrelationId(41));
+  CHECK_OK(launch("traced_kernel", [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }, stream));
+  CHECK_OK(mydevActivityPopExternalCorrelationId(nullptr));
+  void* device_buffer = nullptr;
+  CHECK_OK(mydevMalloc(&device_buffer, 4096));
+  std::vector<char> host(4096, 1);
+  CHECK_OK(mydevMemcpyAsync(device_buffer, host.data(), host.size(), mydevMemcpyHostToDevice, stream));
+  CHECK_OK(mydevMemsetAsync(device_buffer, 0, 1024, stream));
+  CHECK_OK(mydevActivityEnable(0));
+  CHECK_OK(launch("after_recording", [] {}, stream));
+  CHECK_OK(mydevStreamSynchronize(stream));
+  names.clear();
+  const std::vector<mydevActivityRecord> records = flushed_activity(&names);
+  CHECK_EQ(records.size(), size_t(3));
+  CHECK_EQ(names[0], std::string("traced_kernel"));
+  CHECK_EQ(static_cast<int>(records[0].kind), static_cast<int>(mydevActivityKernel));
+  CHECK_EQ(records[0].correlation_id, uint64_t(41));
+  CHECK_EQ(records[0].stream, stream_id);
+  CHECK(records[0].end_ns - records[0].start_ns >= 2000000);
+  CHECK_EQ(names[1], std::string("Memcpy HtoD"));
+  CHECK_EQ(records[1].bytes, uint64_t(4096));
+  CHECK_EQ(records[1].correlation_id, uint64_t(0));
+  CHECK_EQ(names[2], std::string("Memset"));
+  CHECK_EQ(records[2].bytes, uint64_t(1024));
+  CHECK(records[1].start_ns >= records[0].end_ns);
+  names.clear();
+  CHECK_EQ(flushed_activity(&names).size(), size_t(0));  // flushed records are gone
+  CHECK_ERR(mydevActivityPopExternalCorrelationId(nullptr), mydevErrorInvalidValue);
+  CHECK_OK(mydevFree(device_buffer));
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
+// ---- injected faults --------------------------------------------------------
+
+TEST(injected_kernel_failure_fires_at_the_nth_matching_launch) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  std::atomic<int> ran{0};
+  int id = 0;
+  CHECK_OK(mydevInjectFault(mydevFaultKernelFailure, "aten::add", 2, &id));
+  CHECK_OK(launch("aten::add.out", [&] { ++ran; }, stream));
+  CHECK_OK(launch("aten::addmm.out", [&] { ++ran; }, stream));  // a different kernel
+  CHECK_OK(launch("aten::add.Tensor", [&] { ++ran; }, stream));  // the second match: fails without running
+  CHECK_OK(launch("aten::add.out", [&] { ++ran; }, stream));     // fired once only
+  CHECK_ERR(mydevStreamSynchronize(stream), mydevErrorLaunchFailure);
+  CHECK_EQ(last_message(),
+           std::string("kernel 'aten::add.Tensor' failed on mydev:0: injected fault (mydevInjectFault, MYDEV_INJECT_FAULT)"));
+  CHECK_EQ(ran.load(), 3);
+  CHECK_OK(mydevStreamSynchronize(stream));  // reported once; the device stays usable
+  CHECK_OK(mydevRemoveFault(id));
+  CHECK_ERR(mydevRemoveFault(id), mydevErrorInvalidValue);
+  CHECK_ERR(mydevInjectFault(mydevFaultKernelFailure, "", 1, &id), mydevErrorInvalidValue);
+  CHECK_ERR(mydevInjectFault(mydevFaultKernelFailure, "k", 0, &id), mydevErrorInvalidValue);
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
+TEST(injected_hang_holds_the_kernel_until_removed) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  std::atomic<int> ran{0};
+  int id = 0;
+  CHECK_OK(mydevInjectFault(mydevFaultKernelHang, "stuck", 1, &id));
+  CHECK_OK(launch("stuck", [&] { ++ran; }, stream));
+  sleep_ms(50);
+  CHECK_ERR(mydevStreamQuery(stream), mydevErrorNotReady);
+  CHECK_EQ(ran.load(), 0);
+  CHECK_OK(mydevRemoveFault(id));
+  CHECK_OK(mydevStreamSynchronize(stream));
+  CHECK_EQ(ran.load(), 1);
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
+TEST(injected_out_of_memory_fails_allocations_until_removed) {
+  void* first = nullptr;
+  void* refused = nullptr;
+  int id = 0;
+  CHECK_OK(mydevInjectFault(mydevFaultOutOfMemory, nullptr, 2, &id));
+  CHECK_OK(mydevMalloc(&first, 1024));
+  CHECK_ERR(mydevMalloc(&refused, 1024), mydevErrorMemoryAllocation);
+  CHECK_CONTAINS(last_message(), "injected fault");
+  CHECK_ERR(mydevMalloc(&refused, 1024), mydevErrorMemoryAllocation);
+  CHECK_OK(mydevRemoveFault(id));
+  CHECK_OK(mydevMalloc(&refused, 1024));
+  CHECK_OK(mydevFree(refused));
+  CHECK_OK(mydevFree(first));
+}
+
+TEST(environment_injects_faults) {
+  ChildResult result = run_self("injected-from-environment", {"MYDEV_INJECT_FAULT=my::kernel:2,oom:3"});
+  CHECK_CHILD_EXIT(result, 0);
+  CHECK_CONTAINS(result.output, "first=mydevSuccess second=mydevErrorLaunchFailure");
+  CHECK_CONTAINS(result.output, "allocations=mydevSuccess,mydevSuccess,mydevErrorMemoryAllocation");
+  result = run_self("print-config", {"MYDEV_INJECT_FAULT=oom:x"});
+  CHECK_CONTAINS(result.output, "error mydevErrorInitialization");
+  CHECK_CONTAINS(result.output, "invalid MYDEV_INJECT_FAULT='oom:x'");
+}
+
 TEST(kernel_fail_outside_a_kernel_is_ignored) {
   mydevKernelFail("not in a kernel");
   CHECK_OK(mydevDeviceSynchronize());
@@ -1364,8 +1487,23 @@ int child_fault_chain(bool device_address) {
   return 2;
 }
 
+int child_injected_from_environment() {
+  int ignored = 0;
+  mydevLaunchKernel("my::kernel", [](void*) {}, &ignored, nullptr, nullptr);
+  const mydevError_t first = mydevDeviceSynchronize();
+  mydevLaunchKernel("my::kernel", [](void*) {}, &ignored, nullptr, nullptr);
+  const mydevError_t second = mydevDeviceSynchronize();
+  printf("first=%s second=%s\n", mydevGetErrorName(first), mydevGetErrorName(second));
+  void* blocks[3] = {};
+  const char* outcomes[3];
+  for (int i = 0; i < 3; ++i) outcomes[i] = mydevGetErrorName(mydevMalloc(&blocks[i], 256));
+  printf("allocations=%s,%s,%s\n", outcomes[0], outcomes[1], outcomes[2]);
+  return 0;
+}
+
 int run_child_mode(const std::string& mode) {
   if (mode == "print-config") return child_print_config();
+  if (mode == "injected-from-environment") return child_injected_from_environment();
   if (mode == "launch-blocking") return child_launch_blocking();
   if (mode == "fork-before-init") return child_fork_before_init();
   if (mode == "fault-chain-device") return child_fault_chain(true);

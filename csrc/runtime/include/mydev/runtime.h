@@ -198,6 +198,57 @@ mydevError_t mydevEventSynchronize(mydevEvent_t event);
 // Milliseconds between two completed, timing-enabled events of the same device.
 mydevError_t mydevEventElapsedTime(float* ms, mydevEvent_t start, mydevEvent_t end);
 
+// ---- activity tracing (what a profiler reads, as from CUPTI's activity API) -
+typedef enum mydevActivityKind {
+  mydevActivityKernel = 1,
+  mydevActivityMemcpy = 2,
+  mydevActivityMemset = 3,
+} mydevActivityKind;
+typedef struct mydevActivityRecord {
+  mydevActivityKind kind;
+  const char* name;          // the kernel's name, or "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD", "Memset"
+  int device;
+  uint64_t stream;           // mydevStreamGetId of the stream it ran on
+  uint64_t correlation_id;   // the launching thread's external correlation id at launch (0: none)
+  int64_t start_ns;          // on the system clock, in ns since the Unix epoch (as host profilers use)
+  int64_t end_ns;
+  uint64_t bytes;            // copies and memsets; 0 for kernels
+  mydevMemcpyKind copy_kind; // copies only
+} mydevActivityRecord;
+// Starts (1) or stops (0) recording the work launched from now on. While it is
+// off a launch costs one relaxed atomic load more.
+mydevError_t mydevActivityEnable(int enable);
+// Hands each record of work that finished since the last flush to
+// consume(record, context) (the record lives for the call only) and forgets it.
+typedef void (*mydevActivityConsumeFn)(const mydevActivityRecord* record, void* context);
+mydevError_t mydevActivityFlush(mydevActivityConsumeFn consume, void* context);
+// The calling thread's stack of external correlation ids; a launch recorded
+// while it is not empty carries its top.
+mydevError_t mydevActivityPushExternalCorrelationId(uint64_t id);
+mydevError_t mydevActivityPopExternalCorrelationId(uint64_t* id);
+// A number naming the stream in activity records, unique in the process.
+mydevError_t mydevStreamGetId(mydevStream_t stream, uint64_t* id);
+
+// ---- fault injection (to test a backend's error paths) -----------------------
+typedef enum mydevFaultKind {
+  mydevFaultKernelFailure = 1,  // the kernel does not run: it fails with "injected fault"
+  mydevFaultKernelHang = 2,     // the kernel does not start until the fault is removed
+  mydevFaultOutOfMemory = 3,    // device allocations fail with mydevErrorMemoryAllocation
+} mydevFaultKind;
+// For the kernel kinds, the `nth` launch from now (1: the next one) of a
+// kernel named `name`, or whose name starts with `name` followed by '.'
+// ("aten::add" covers "aten::add.out"), is affected. For
+// mydevFaultOutOfMemory (`name` unused, may be NULL) the nth device
+// allocation from now and every later one fail, until the fault is removed.
+// MYDEV_INJECT_FAULT installs faults when the runtime initialises: a
+// comma-separated list of "<name>[:<nth>]" (a kernel failure),
+// "hang:<name>[:<nth>]" and "oom[:<nth>]". *id names the fault for
+// mydevRemoveFault.
+mydevError_t mydevInjectFault(mydevFaultKind kind, const char* name, int nth, int* id);
+// Removes a fault that has not fired yet, or a hang that holds a kernel (which
+// then runs).
+mydevError_t mydevRemoveFault(int id);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -1,0 +1,20 @@
+// Sync-debug mode, as torch.cuda.set_sync_debug_mode: a process-wide setting
+// that makes every operation which makes the host wait for the device warn or
+// raise, naming the operation (.item(), a blocking copy, an operator whose
+// output shape depends on the data, ...). Waits the user asked for
+// (torch.mydev.synchronize, Stream.synchronize, Event.synchronize) never do.
+#pragma once
+
+namespace torch_mydev {
+
+enum class SyncDebugMode { Disabled = 0, Warn = 1, Error = 2 };
+
+void setSyncDebugMode(SyncDebugMode mode);
+SyncDebugMode syncDebugMode();
+
+// Called where an operation is about to make the host wait for the device:
+// nothing when the mode is Disabled (one relaxed load), a warning or an error
+// naming `operation` otherwise.
+void reportHostWait(const char* operation);
+
+}  // namespace torch_mydev
