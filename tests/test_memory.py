@@ -55,6 +55,10 @@ class TestCachingAllocator(TestCase):
         del y
 
     def test_small_blocks_are_reused_whole_and_stats_stay_consistent(self):
+        # Tensors earlier tests keep alive (compiled graphs' constants) hold
+        # split segments: count this test's splits from theirs.
+        torch.mydev.empty_cache()
+        splits_before = torch.mydev.memory_stats()["inactive_split.small_pool.current"]
         x = torch.empty(100, device="mydev")
         address = x.data_ptr()
         del x
@@ -74,7 +78,7 @@ class TestCachingAllocator(TestCase):
         del keep, y
         torch.mydev.empty_cache()
         stats = torch.mydev.memory_stats()
-        self.assertEqual(stats["inactive_split.small_pool.current"], 0)
+        self.assertLessEqual(stats["inactive_split.small_pool.current"], splits_before)
         self.assertEqual(stats["active.small_pool.current"], stats["allocation.small_pool.current"])
         # Every segment left holds a live block: the freed ones went back whole.
         self.assertLessEqual(stats["segment.small_pool.current"], stats["active.small_pool.current"])
@@ -147,12 +151,13 @@ class TestCachingAllocator(TestCase):
 
     def test_soak_100k_allocate_free_cycles_return_to_baseline(self):
         baseline = torch.mydev.memory_allocated()
+        ooms_before = torch.mydev.memory_stats()["num_ooms"]
         sizes = [1, 17, 512, 4096, 70000, 300000]
         for i in range(100_000):
             tensor = torch.empty(sizes[i % len(sizes)], dtype=torch.uint8, device="mydev")
             del tensor
         self.assertEqual(torch.mydev.memory_allocated(), baseline)
-        self.assertEqual(torch.mydev.memory_stats()["num_ooms"], 0)
+        self.assertEqual(torch.mydev.memory_stats()["num_ooms"], ooms_before)
 
     def test_per_process_memory_fraction_caps_reservations(self):
         self.addCleanup(torch.mydev.set_per_process_memory_fraction, 1.0, 1)
@@ -276,6 +281,11 @@ class TestPinnedMemory(TestCase):
         self.assertTrue(fresh.is_pinned())
 
     def test_host_memory_statistics(self):
+        # A block an earlier async copy read goes back to the cache at the next
+        # allocation after its copy ran (as in CUDA's host allocator): take one
+        # first, so that the counts below are this test's own.
+        torch.mydev.synchronize()
+        torch.empty(1, dtype=torch.uint8, pin_memory=True)
         torch.mydev.reset_peak_host_memory_stats()
         before = torch.mydev.host_memory_stats()
         pinned = torch.empty(3000, dtype=torch.uint8, pin_memory=True)
