@@ -1,7 +1,8 @@
 """Build of torch_mydev: the Python package plus one C++ extension, torch_mydev._C,
 holding the simulated runtime (csrc/runtime), the PyTorch glue (csrc/core), the
 device-level operators and generic fallback (csrc/aten), the native kernels
-(csrc/kernels), the autocast policy (csrc/amp) and the Python bindings
+(csrc/kernels), the autocast policy (csrc/amp), the torch.compile launch path
+(csrc/inductor), the profiler (csrc/profiler) and the Python bindings
 (csrc/python).
 
 Build without isolation so that the installed torch (pinned to 2.13.0) is the one
@@ -16,13 +17,13 @@ import platform
 os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 
 from setuptools import find_packages, setup  # noqa: E402
-from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths  # noqa: E402
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def sources():
-    layers = ("runtime", "core", "aten", "kernels", "amp", "inductor", "python")
+    layers = ("runtime", "core", "aten", "kernels", "amp", "inductor", "profiler", "python")
     found = []
     for layer in layers:
         found += sorted(glob.glob(os.path.join("csrc", layer, "*.cpp")))
@@ -57,7 +58,8 @@ setup(
         CppExtension(
             "torch_mydev._C",
             sources(),
-            include_dirs=[os.path.join(ROOT, "csrc", "runtime", "include")],
+            # Kineto's headers ship with torch but are not on cpp_extension's include path (csrc/profiler).
+            include_dirs=[os.path.join(ROOT, "csrc", "runtime", "include"), os.path.join(include_paths()[0], "kineto")],
             extra_compile_args={"cxx": ["-O2", "-g0", "-Wno-interference-size"] + DISPATCH_STUB_ISA_FLAGS},
         )
     ],

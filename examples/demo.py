@@ -1,6 +1,7 @@
 """The mydev demo: tensors on the simulated device, then the same small model
 trained on mydev and on the CPU from the same start, with the losses compared,
-then the model compiled with torch.compile and trained on mydev against the CPU.
+then the model compiled with torch.compile and trained on mydev against the CPU,
+then one training step under torch.profiler, with the device's kernels on its own rows.
 
 Run it with `bash scripts/demo.sh` (which also sets everything up).
 """
@@ -98,6 +99,24 @@ def compare_compiled(steps=10):
     return worst
 
 
+def profile_one_step():
+    """torch.profiler with the device: kernels on the device's rows, each linked to the ATen op that launched it."""
+    from torch.profiler import profile, ProfilerActivity
+
+    model = make_model().to("mydev")
+    inputs, targets = (t.to("mydev") for t in make_data())
+    train(model, inputs, targets, 1)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        train(model, inputs, targets, 1)
+    print("\nOne training step under torch.profiler (CPU + mydev activities), top ops by device time:")
+    print(prof.key_averages().table(sort_by="device_time_total", row_limit=8, max_name_column_width=30))
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
+    streams = sorted({(e.device_index, e.device_resource_id) for e in kernels})
+    print(f"{len(kernels)} device activities on {len(streams)} device row(s) {streams} (device, stream); "
+          "prof.export_chrome_trace('trace.json') opens them in https://ui.perfetto.dev")
+    return len(kernels)
+
+
 if __name__ == "__main__":
     show_device()
     worst_difference, weights_match = compare_training()
@@ -105,3 +124,5 @@ if __name__ == "__main__":
         raise SystemExit("mydev and CPU training diverged")
     if compare_compiled() > 1e-4:
         raise SystemExit("compiled mydev and eager CPU training diverged")
+    if profile_one_step() == 0:
+        raise SystemExit("the profiler recorded no device activity")

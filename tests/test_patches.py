@@ -107,5 +107,39 @@ class TestImportHooks(TestCase):
         self.assertNotIn("device_custom_config", auto_registration)
 
 
+@unittest.skipUnless(patches.patches_apply(), "the patches are written for another torch release")
+class TestDLPackPatches(TestCase):
+    def test_dlpack_device_of_a_mydev_tensor(self):
+        x = torch.ones(2, device="mydev:1")
+        self.assertTrue(torch.Tensor.__dlpack_device__.mydev_patch)
+        self.assertEqual(x.__dlpack_device__(), (torch.utils.dlpack.DLDeviceType.kDLExtDev, 1))
+
+    def test_dlpack_device_patch_is_still_needed(self):
+        x = torch.ones(2, device="mydev")
+        with self.assertRaisesRegex(ValueError, "Unknown device type mydev for Dlpack"):
+            torch.Tensor.__dlpack_device__.original(x)
+
+    def test_dlpack_stream_patch_makes_the_consumer_wait(self):
+        x = torch.ones(2, device="mydev")
+        consumer = torch.mydev.Stream()
+        torch.mydev.synchronize()
+        with torch.mydev.inject_fault("aten::neg", kind="hang"):
+            y = x.neg()
+            y.__dlpack__(stream=consumer.stream_id)
+            self.assertFalse(consumer.query())
+        torch.mydev.synchronize()
+
+    def test_dlpack_stream_patch_is_still_needed(self):
+        # torch 2.13 synchronises the consumer's stream only for CUDA tensors.
+        x = torch.ones(2, device="mydev")
+        consumer = torch.mydev.Stream()
+        torch.mydev.synchronize()
+        with torch.mydev.inject_fault("aten::neg", kind="hang"):
+            y = x.neg()
+            torch.Tensor.__dlpack__.original(y, stream=consumer.stream_id)
+            self.assertTrue(consumer.query())
+        torch.mydev.synchronize()
+
+
 if __name__ == "__main__":
     run_tests()

@@ -138,6 +138,54 @@ def patch_inductor_for_mydev():
     cpp_utils.DEVICE_TO_ATEN["mydev"] = "at::kPrivateUse1"
 
 
+def patch_dlpack_for_mydev():
+    """DLPack for mydev tensors: ``Tensor.__dlpack_device__`` and the stream handshake of ``Tensor.__dlpack__``.
+
+    1. torch 2.13's ``__dlpack_device__`` recognises a PrivateUse1 tensor only by the literal device type
+       "privateuse1", so after the rename it raises ``ValueError: Unknown device type mydev for Dlpack``, and
+       ``torch.from_dlpack(tensor)`` with it. C++ already maps PrivateUse1 to ``kDLExtDev`` both ways
+       (``to_dlpack``, ``from_dlpack``, ``__dlpack__``). The upstream fix is one comparison: against
+       ``torch._C._get_privateuse1_backend_name()``, as the rest of torch names a renamed backend.
+    2. ``__dlpack__(stream=...)`` makes the consumer's stream wait for the producer's current stream only for CUDA.
+       For mydev it does the same: ``stream`` is the consumer's mydev stream (its ``stream_id``) or None for the
+       device's default stream; -1 (the default) asks for no synchronisation, as on CUDA.
+    """
+    if not patches_apply():
+        _skip_patch("Tensor.__dlpack_device__", "torch", torch.__version__, PATCHED_TORCH)
+        return
+    if getattr(torch.Tensor.__dlpack_device__, "mydev_patch", False):
+        return
+    from torch.utils.dlpack import DLDeviceType
+
+    original_device = torch.Tensor.__dlpack_device__
+    original_dlpack = torch.Tensor.__dlpack__
+
+    def __dlpack_device__(self):
+        if type(self) is torch.Tensor and self.device.type == "mydev":
+            return (DLDeviceType.kDLExtDev, self.device.index)
+        return original_device(self)
+
+    def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+        if type(self) is torch.Tensor and self.device.type == "mydev" and stream != -1:
+            if stream is not None and type(stream) is not int:
+                raise TypeError("stream must be ``int`` or ``none``")
+            device = self.device.index
+            producer = torch.mydev.current_stream(device)
+            consumer = (torch.mydev.default_stream(device) if stream is None
+                        else torch.mydev.Stream(stream_id=stream, device_index=device, device_type=producer.device_type))
+            if consumer != producer:
+                consumer.wait_stream(producer)
+            stream = -1
+        return original_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    for patched, original in ((__dlpack_device__, original_device), (__dlpack__, original_dlpack)):
+        patched.mydev_patch = True
+        patched.original = original
+        patched.__doc__ = original.__doc__
+    torch.Tensor.__dlpack_device__ = __dlpack_device__
+    torch.Tensor.__dlpack__ = __dlpack__
+
+
 def register_triton_backend(name, compiler, driver):
     """Adds a backend to Triton's registry of backends, as its ``triton.backends`` entry point would.
 

@@ -14,6 +14,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
 
 #include <cstdint>
 #include <optional>
@@ -34,7 +35,8 @@ std::optional<at::Tensor> probeInput(const at::Tensor& tensor, c10::DeviceType d
 // The stand-in of an out= tensor: empty, of its dtype, for the code to resize.
 at::Tensor probeOutput(const at::Tensor& tensor, c10::DeviceType device);
 
-// Runs `code` with its warnings dropped; whether it returned.
+// Runs `code` with its warnings dropped and out of profiles (it is not the
+// user's work); whether it returned.
 template <typename Code>
 bool probeRuns(Code&& code);
 
@@ -56,6 +58,7 @@ template <typename Code>
 bool probeRuns(Code&& code) {
   detail::DroppedWarnings dropped;
   c10::WarningUtils::WarningHandlerGuard guard(&dropped);
+  at::DisableRecordFunctionGuard unprofiled;
   try {
     return code();
   } catch (const std::exception&) {

@@ -5,6 +5,7 @@
 #include "DtypeSignatures.h"
 #include "KernelLaunch.h"
 
+#include "../core/Exception.h"
 #include "../core/Stream.h"
 
 #include <ATen/ops/empty.h>
@@ -73,10 +74,16 @@ at::Tensor& fillTensor(at::Tensor& self, const at::Tensor& value) {
   return self;
 }
 
-// ATen's CPU zero_, which also clears the dtypes that have no fill kernel (bit
-// types, float4, sub-byte integers): torch.zeros works for them as on the CPU.
+// A dense tensor is cleared by a memset of its bytes, as a runtime does it
+// fastest; others by ATen's CPU zero_, which also clears the dtypes that have
+// no fill kernel (bit types, float4, sub-byte integers).
 at::Tensor& zero(at::Tensor& self) {
   if (self.numel() == 0) {
+    return self;
+  }
+  if (self.is_non_overlapping_and_dense()) {
+    MYDEV_CHECK(mydevMemsetAsync(self.data_ptr(), 0, self.nbytes(),
+                                 getCurrentMydevStream(self.device().index()).handle()));
     return self;
   }
   launchKernel("aten::zero_", getCurrentMydevStream(self.device().index()), [self_ref = describe(self)] {

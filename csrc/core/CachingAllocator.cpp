@@ -10,8 +10,10 @@
 #include "Event.h"
 #include "Exception.h"
 #include "KernelWorkspaceAllocator.h"
+#include "MemoryHistory.h"
 #include "Stream.h"
 
+#include <c10/core/Allocator.h>
 #include <c10/util/Exception.h>
 #include <c10/util/flat_hash_map.h>
 
@@ -19,7 +21,9 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -34,6 +38,7 @@ namespace {
 using c10::CachingAllocator::Stat;
 using c10::CachingAllocator::StatArray;
 using c10::CachingAllocator::StatType;
+using c10::CachingDeviceAllocator::BlockInfo;
 using c10::CachingDeviceAllocator::DeviceStats;
 
 constexpr size_t kMinBlockSize = 512;
@@ -56,6 +61,7 @@ struct Block {
   Block* next = nullptr;
   std::set<c10::StreamId> stream_uses;
   int pending_events = 0;
+  std::shared_ptr<c10::GatheredContext> context;  // the allocating stack, under memory history
 
   Block(c10::DeviceIndex device_, c10::StreamId stream_, size_t size_, void* ptr_, bool is_small_)
       : device(device_), stream(stream_), size(size_), ptr(ptr_), is_small(is_small_) {}
@@ -115,9 +121,10 @@ bool inForkedChild() {
 
 class DeviceCache {
  public:
-  explicit DeviceCache(c10::DeviceIndex device) : device_(device) {}
+  explicit DeviceCache(c10::DeviceIndex device) : device_(device), history_(device) {}
 
   Block* allocate(size_t requested, const MydevStream& stream) {
+    std::shared_ptr<c10::GatheredContext> context = history_.allocationContext();
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     processPendingFrees();
     const size_t size = roundSize(requested);
@@ -135,7 +142,7 @@ class DeviceCache {
       block = takeFromPool(pool, stream.id(), size);
     }
     if (block == nullptr) {
-      block = allocateSegment(size, stream, is_small);
+      block = allocateSegment(size, stream, is_small, context);
     }
     if (block->size - size >= (is_small ? kMinBlockSize : kSmallSize + 1)) {
       auto* remaining = new Block(device_, block->stream, block->size - size, static_cast<char*>(block->ptr) + size,
@@ -153,23 +160,29 @@ class DeviceCache {
     }
     block->allocated = true;
     block->requested_size = requested;
+    block->context = context;
+    history_.record(TraceEntry::ALLOC, block->ptr, block->size, block->stream, std::move(context));
     allocated_blocks_[block->ptr] = block;
     updateStat(&DeviceStats::allocation, is_small, 1);
     updateStat(&DeviceStats::allocated_bytes, is_small, static_cast<int64_t>(block->size));
     updateStat(&DeviceStats::active, is_small, 1);
     updateStat(&DeviceStats::active_bytes, is_small, static_cast<int64_t>(block->size));
     updateStat(&DeviceStats::requested_bytes, is_small, static_cast<int64_t>(requested));
+    reportToProfiler(block->ptr, static_cast<int64_t>(block->size));
     return block;
   }
 
   void free(void* ptr) {
+    std::shared_ptr<c10::GatheredContext> context = history_.freeContext();
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     Block* block = liveBlockLocked(ptr, "mydev allocator");
     allocated_blocks_.erase(ptr);
     block->allocated = false;
+    history_.record(TraceEntry::FREE_REQUESTED, block->ptr, block->size, block->stream, context);
     updateStat(&DeviceStats::allocation, block->is_small, -1);
     updateStat(&DeviceStats::allocated_bytes, block->is_small, -static_cast<int64_t>(block->size));
     updateStat(&DeviceStats::requested_bytes, block->is_small, -static_cast<int64_t>(block->requested_size));
+    reportToProfiler(block->ptr, -static_cast<int64_t>(block->size));
     if (!block->stream_uses.empty()) {
       for (const c10::StreamId stream_id : block->stream_uses) {
         MydevEvent event;
@@ -181,6 +194,7 @@ class DeviceCache {
       block->stream_uses.clear();
       return;
     }
+    completeFree(block, std::move(context));
     if (block->is_small) {
       keepRecent(block);
     } else {
@@ -194,6 +208,58 @@ class DeviceCache {
     if (stream.id() != block->stream) {
       block->stream_uses.insert(stream.id());
     }
+  }
+
+  // Every segment with its blocks, by address, in PyTorch's snapshot types.
+  std::vector<SegmentInfo> segments() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    std::map<uintptr_t, const Block*> heads;
+    const auto add_segment_of = [&heads](const Block* block) {
+      while (block->prev != nullptr) {
+        block = block->prev;
+      }
+      heads.emplace(reinterpret_cast<uintptr_t>(block->ptr), block);
+    };
+    for (const auto& [ptr, block] : allocated_blocks_) {
+      add_segment_of(block);
+    }
+    for (const BlockPool* pool : {&small_blocks_, &large_blocks_}) {
+      for (const Block* block : *pool) {
+        add_segment_of(block);
+      }
+    }
+    for (size_t i = 0; i < recent_count_; ++i) {
+      add_segment_of(recent_[i]);
+    }
+    for (const auto& [event, block] : pending_frees_) {
+      add_segment_of(block);
+    }
+    std::vector<SegmentInfo> segments;
+    for (const auto& [address, head] : heads) {
+      SegmentInfo& segment = segments.emplace_back();
+      segment.device = device_;
+      segment.address = address;
+      segment.stream = streamTag(head->stream);
+      segment.is_large = !head->is_small;
+      for (const Block* block = head; block != nullptr; block = block->next) {
+        BlockInfo& info = segment.blocks.emplace_back();
+        info.size = block->size;
+        info.allocated = block->allocated;
+        info.active = block->allocated || block->pending_events > 0;
+        info.requested_size = info.active ? block->requested_size : 0;
+        info.context_when_allocated = block->context;
+        segment.total_size += block->size;
+        segment.allocated_size += block->allocated ? block->size : 0;
+        segment.active_size += info.active ? block->size : 0;
+        segment.requested_size += info.requested_size;
+      }
+    }
+    return segments;
+  }
+
+  std::vector<TraceEntry> trace() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    return history_.trace();
   }
 
   void emptyCache() {
@@ -288,7 +354,8 @@ class DeviceCache {
     return block;
   }
 
-  Block* allocateSegment(size_t size, const MydevStream& stream, bool is_small) {
+  Block* allocateSegment(size_t size, const MydevStream& stream, bool is_small,
+                         const std::shared_ptr<c10::GatheredContext>& context) {
     const size_t segment = segmentSize(size);
     ScopedDevice on_device(device_);
     void* ptr = nullptr;
@@ -306,6 +373,8 @@ class DeviceCache {
       const auto allocated =
           static_cast<size_t>(stats_.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].current);
       const size_t reserved = reservedBytes();
+      // As CUDA's trace: the address field holds what the device has free.
+      history_.record(TraceEntry::OOM, reinterpret_cast<void*>(free_bytes), size, stream.id(), context);
       TORCH_CHECK_WITH(OutOfMemoryError, false, "mydev out of memory. Tried to allocate ", formatBytes(size),
                        ". mydev:", static_cast<int>(device_), " has a total capacity of ", formatBytes(total_bytes),
                        " of which ", formatBytes(free_bytes), " is free. Of the allocated memory ",
@@ -316,7 +385,25 @@ class DeviceCache {
     ++stats_.num_device_alloc;
     updateStat(&DeviceStats::segment, is_small, 1);
     updateStat(&DeviceStats::reserved_bytes, is_small, static_cast<int64_t>(segment));
+    history_.record(TraceEntry::SEGMENT_ALLOC, ptr, segment, stream.id(), context);
     return new Block(device_, stream.id(), segment, ptr, is_small);
+  }
+
+  // The block can be reused from now on.
+  void completeFree(Block* block, std::shared_ptr<c10::GatheredContext> context) {
+    block->context = nullptr;
+    history_.record(TraceEntry::FREE_COMPLETED, block->ptr, block->size, block->stream, std::move(context));
+  }
+
+  // torch.profiler's profile_memory=True: the allocation or free, with the
+  // device's totals after it, as the CUDA caching allocator reports them.
+  void reportToProfiler(void* ptr, int64_t bytes) const {
+    if (C10_LIKELY(!c10::memoryProfilingEnabled())) {
+      return;
+    }
+    c10::reportMemoryUsageToProfiler(
+        ptr, bytes, static_cast<size_t>(stats_.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].current),
+        reservedBytes(), c10::Device(c10::DeviceType::PrivateUse1, device_));
   }
 
   size_t reservedBytes() const {
@@ -439,6 +526,7 @@ class DeviceCache {
       Block* block = pending_frees_.front().second;
       pending_frees_.pop_front();
       if (--block->pending_events == 0) {
+        completeFree(block, nullptr);
         returnToPool(block);
       }
     }
@@ -472,6 +560,7 @@ class DeviceCache {
         }
         ScopedDevice on_device(device_);
         MYDEV_CHECK(mydevFree(block->ptr));
+        history_.record(TraceEntry::SEGMENT_FREE, block->ptr, block->size, block->stream);
         ++stats_.num_device_free;
         updateStat(&DeviceStats::segment, block->is_small, -1);
         updateStat(&DeviceStats::reserved_bytes, block->is_small, -static_cast<int64_t>(block->size));
@@ -483,6 +572,7 @@ class DeviceCache {
 
   const c10::DeviceIndex device_;
   std::recursive_mutex mutex_;
+  MemoryHistory history_;
   // The live blocks by address, for free() and recordStream().
   ska::flat_hash_map<void*, Block*> allocated_blocks_;
   DeviceStats stats_;
@@ -614,5 +704,16 @@ void setMemoryFraction(double fraction, c10::DeviceIndex device) {
 double memoryFraction(c10::DeviceIndex device) { return g_allocator.cache(resolveDevice(device)).memoryFraction(); }
 
 void rawDelete(void* ptr) { g_allocator.free(ptr); }
+
+MemorySnapshot memorySnapshot() {
+  MemorySnapshot snapshot;
+  for (c10::DeviceIndex device = 0; device < deviceCount(); ++device) {
+    DeviceCache& cache = g_allocator.cache(device);
+    std::vector<SegmentInfo> segments = cache.segments();
+    std::move(segments.begin(), segments.end(), std::back_inserter(snapshot.segments));
+    snapshot.device_traces.push_back(cache.trace());
+  }
+  return snapshot;
+}
 
 }  // namespace torch_mydev

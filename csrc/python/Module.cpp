@@ -25,6 +25,8 @@ namespace py = pybind11;
 
 namespace torch_mydev {
 
+void bindMemoryHistory(py::module_& m);  // MemorySnapshot.cpp
+
 namespace {
 
 void initRuntime() {
@@ -184,6 +186,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_caching_allocator_delete",
         [](uintptr_t ptr) { rawDelete(reinterpret_cast<void*>(ptr)); });
 
+  bindMemoryHistory(m);
   m.def("_host_memory_stats", &hostMemoryStats);
   m.def("_reset_accumulated_host_memory_stats", [] { hostAllocator()->reset_accumulated_stats(); });
   m.def("_reset_peak_host_memory_stats", [] { hostAllocator()->reset_peak_stats(); });

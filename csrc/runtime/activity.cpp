@@ -3,6 +3,9 @@
 // correlation id, and the stream worker times it and keeps a record until the
 // profiler flushes them. The tag is decided at launch, so a kernel launched
 // while recording is recorded even if it runs after recording stopped.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <deque>
 #include <string>
@@ -50,8 +53,13 @@ int64_t activity_clock_ns() {
       .count();
 }
 
+uint64_t activity_thread_id() {
+  static thread_local const uint64_t id = static_cast<uint64_t>(syscall(SYS_gettid));
+  return id;
+}
+
 void record_activity(const Task& task, const char* name, int device, uint64_t stream_id, int64_t start_ns,
-                     int64_t end_ns) {
+                     int64_t end_ns, int64_t launch_ns, uint64_t launch_thread) {
   StoredRecord stored{};
   stored.record.kind = static_cast<mydevActivityKind>(task.activity);
   stored.record.device = device;
@@ -59,6 +67,8 @@ void record_activity(const Task& task, const char* name, int device, uint64_t st
   stored.record.correlation_id = task.correlation_id;
   stored.record.start_ns = start_ns;
   stored.record.end_ns = end_ns;
+  stored.record.launch_ns = launch_ns;
+  stored.record.launch_thread = launch_thread;
   stored.record.bytes = task.bytes;
   stored.record.copy_kind = static_cast<mydevMemcpyKind>(task.copy_kind);
   switch (stored.record.kind) {

@@ -96,9 +96,12 @@ bool activity_recording();
 void tag_activity(Task* task, mydevActivityKind kind);
 // The clock of activity records: the system clock, in ns since the epoch.
 int64_t activity_clock_ns();
-// Keeps the record of a recorded task that ran from start_ns to end_ns.
+// The system id of the calling thread (gettid), as host profilers name threads.
+uint64_t activity_thread_id();
+// Keeps the record of a recorded task that ran from start_ns to end_ns,
+// queued at launch_ns by thread launch_thread.
 void record_activity(const Task& task, const char* name, int device, uint64_t stream_id, int64_t start_ns,
-                     int64_t end_ns);
+                     int64_t end_ns, int64_t launch_ns, uint64_t launch_thread);
 
 // ---- injected faults (injected_faults.cpp) -----------------------------------
 // Counts a launch of kernel `name` against the installed kernel faults and

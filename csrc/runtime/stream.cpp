@@ -127,6 +127,7 @@ void mydevStream::publish_locked(uint64_t seq, mydev::Task task, const char* nam
     std::strncpy(names_[index].text, name, mydev::kMaxKernelName);
     names_[index].text[mydev::kMaxKernelName] = '\0';
   }
+  if (task.activity != 0) launch_stamps_[index] = {mydev::activity_clock_ns(), mydev::activity_thread_id()};
   Slot& slot = slots_[index];
   slot.task = std::move(task);
   submitted_.store(seq, std::memory_order_release);
@@ -227,7 +228,11 @@ void mydevStream::execute(const mydev::Task& task, const char* name, uint64_t se
                      std::string("kernel '") + name + "' failed on mydev:" + std::to_string(device) + ": " + failure);
     }
   }
-  if (task.activity != 0) mydev::record_activity(task, name, device, id, start_ns, mydev::activity_clock_ns());
+  if (task.activity != 0) {
+    const LaunchStamp& launched = launch_stamps_[seq % kCapacity];
+    mydev::record_activity(task, name, device, id, start_ns, mydev::activity_clock_ns(), launched.launch_ns,
+                           launched.thread);
+  }
 }
 
 void mydevStream::record_failure(uint64_t seq, std::string message) {

@@ -159,6 +159,11 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   struct KernelName {
     char text[mydev::kMaxKernelName + 1];
   };
+  // When and by which thread a recorded task was queued (activity.cpp).
+  struct LaunchStamp {
+    int64_t launch_ns;
+    uint64_t thread;
+  };
 
   // Argument bytes in flight at most; like the task ring, reused once the
   // tasks using them are released.
@@ -197,6 +202,8 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   const std::unique_ptr<Slot[]> slots_{new Slot[kCapacity]};
   // Read by the worker only when a kernel fails, so kept apart from the slots.
   const std::unique_ptr<KernelName[]> names_{new KernelName[kCapacity]};
+  // Written and read only for tasks recorded for a profiler.
+  const std::unique_ptr<LaunchStamp[]> launch_stamps_{new LaunchStamp[kCapacity]};
 
   // Host side: serializes submitting and releasing threads.
   alignas(kCacheLine) std::mutex submit_mutex_;

@@ -2,6 +2,8 @@
 
 The numbers come from mydev's caching allocator through PyTorch's generic
 torch.accelerator memory API (mydev registers a c10::DeviceAllocator)."""
+import pickle
+import sys
 import warnings
 
 import torch
@@ -199,3 +201,34 @@ def memory_summary(device=None, abbreviated=False):
     lines.append(f"{'Alloc retries / OOMs':<30}{stats.get('num_alloc_retries', 0):>11}{stats.get('num_ooms', 0):>11}")
     lines.append("=" * width)
     return "\n".join(lines) + "\n"
+
+
+def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None,
+                           clear_history=False):
+    """Records what the allocator does, and the stacks behind it, for _snapshot(), as
+    torch.cuda.memory._record_memory_history.
+
+    enabled: "all" records each action (alloc, free_requested, free_completed, segment_alloc,
+    segment_free, oom) in a per-device trace of the last max_entries; "state" only keeps the stack of
+    each live allocation; None stops recording and drops the trace. context: which actions get a
+    stack ("state": live blocks only, "alloc": also allocations in the trace, "all": also frees).
+    stacks: "python" for Python and TorchScript frames, "all" adds C++ frames. History covers every
+    device (device is accepted for torch.cuda's signature)."""
+    if isinstance(enabled, bool):
+        enabled = "all" if enabled else None
+    _lazy_init()
+    _C._record_memory_history(enabled, context, stacks, max_entries, clear_history)
+
+
+def _snapshot(device=None):
+    """The allocator's state and history: {"segments", "device_traces", "allocator_settings"}, in
+    the format torch.cuda.memory._snapshot documents, which torch.cuda._memory_viz and
+    pytorch.org/memory_viz read. Covers every device (device is accepted for torch.cuda's signature)."""
+    _lazy_init()
+    return _C._memory_snapshot()
+
+
+def _dump_snapshot(filename="dump_snapshot.pickle"):
+    """Pickles _snapshot() to filename, for pytorch.org/memory_viz."""
+    with open(filename, "wb") as file:
+        pickle.dump(_snapshot(), file)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1204,6 +1205,8 @@ TEST(activity_records_kernels_copies_and_memsets_with_their_correlation) {
   CHECK_EQ(records[0].correlation_id, uint64_t(41));
   CHECK_EQ(records[0].stream, stream_id);
   CHECK(records[0].end_ns - records[0].start_ns >= 2000000);
+  CHECK(records[0].launch_ns > 0 && records[0].launch_ns <= records[0].start_ns);
+  CHECK_EQ(records[0].launch_thread, static_cast<uint64_t>(syscall(SYS_gettid)));
   CHECK_EQ(names[1], std::string("Memcpy HtoD"));
   CHECK_EQ(records[1].bytes, uint64_t(4096));
   CHECK_EQ(records[1].correlation_id, uint64_t(0));

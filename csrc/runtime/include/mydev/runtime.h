@@ -212,6 +212,8 @@ typedef struct mydevActivityRecord {
   uint64_t correlation_id;   // the launching thread's external correlation id at launch (0: none)
   int64_t start_ns;          // on the system clock, in ns since the Unix epoch (as host profilers use)
   int64_t end_ns;
+  int64_t launch_ns;         // when it was queued, on the same clock
+  uint64_t launch_thread;    // the system id (gettid) of the thread that queued it
   uint64_t bytes;            // copies and memsets; 0 for kernels
   mydevMemcpyKind copy_kind; // copies only
 } mydevActivityRecord;
