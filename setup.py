@@ -2,8 +2,8 @@
 holding the simulated runtime (csrc/runtime), the PyTorch glue (csrc/core), the
 device-level operators and generic fallback (csrc/aten), the native kernels
 (csrc/kernels), the autocast policy (csrc/amp), the torch.compile launch path
-(csrc/inductor), the profiler (csrc/profiler) and the Python bindings
-(csrc/python).
+(csrc/inductor), the profiler (csrc/profiler), the c10d backend
+(csrc/distributed) and the Python bindings (csrc/python).
 
 Build without isolation so that the installed torch (pinned to 2.13.0) is the one
 compiled against:  pip install --no-build-isolation -e .
@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def sources():
-    layers = ("runtime", "core", "aten", "kernels", "amp", "inductor", "profiler", "python")
+    layers = ("runtime", "core", "aten", "kernels", "amp", "inductor", "profiler", "distributed", "python")
     found = []
     for layer in layers:
         found += sorted(glob.glob(os.path.join("csrc", layer, "*.cpp")))

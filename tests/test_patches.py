@@ -141,5 +141,22 @@ class TestDLPackPatches(TestCase):
         torch.mydev.synchronize()
 
 
+@unittest.skipUnless(patches.patches_apply(), "the patches are written for another torch release")
+class TestDistributedPatches(TestCase):
+    def test_no_backend_maps_the_cpu_to_gloo_beside_mccl(self):
+        from torch.distributed.distributed_c10d import Backend, BackendConfig
+
+        self.assertTrue(BackendConfig.__init__.mydev_patch)
+        self.assertEqual(BackendConfig(Backend(Backend.UNDEFINED)).get_device_backend_map(),
+                         {"mydev": "mccl", "cpu": "gloo"})
+
+    def test_default_backends_patch_is_still_needed(self):
+        from torch.distributed.distributed_c10d import Backend, BackendConfig
+
+        config = BackendConfig.__new__(BackendConfig)
+        BackendConfig.__init__.original(config, Backend(Backend.UNDEFINED))
+        self.assertEqual(config.get_device_backend_map(), {"mydev": "mccl"})
+
+
 if __name__ == "__main__":
     run_tests()

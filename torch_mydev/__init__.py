@@ -36,6 +36,7 @@ register_backend()
 
 from torch_mydev import ops  # noqa: E402  (registers the autograd formula of the mydev:: custom operator)
 from torch_mydev import _autograd_exit  # noqa: E402,F401  (see its docstring)
+from torch_mydev import distributed  # noqa: E402
 from torch_mydev import inductor  # noqa: E402
 from torch_mydev.patches import patch_dlpack_for_mydev, run_after_import  # noqa: E402
 
@@ -44,6 +45,8 @@ patch_dlpack_for_mydev()
 # torch.compile support registers once torch imports the pieces it extends (torch_mydev/inductor/__init__.py).
 run_after_import("torch._dynamo.device_interface", inductor.register_device_interface)
 run_after_import("torch._inductor.compile_fx", inductor.register_inductor_backend)
+# The c10d backend registers once torch.distributed is imported, which torch does not do on its own.
+run_after_import("torch.distributed.distributed_c10d", distributed.register_backend)
 
 
 def _autoload():

@@ -186,6 +186,33 @@ def patch_dlpack_for_mydev():
     torch.Tensor.__dlpack__ = __dlpack__
 
 
+def patch_default_process_group_backends():
+    """``init_process_group()`` with no backend on a mydev machine: torch 2.13's ``BackendConfig`` maps only the
+    accelerator's device type (``{"mydev": "mccl"}``), so CPU tensors and object collectives then fail ("No backend
+    type associated with device type cpu"), and the process group's default backend (gloo) is never created. Later
+    torch releases also map the CPU to gloo when no backend is given, as torch_npu patches 2.x to do; this patch adds
+    ``"cpu": "gloo"`` to the map for mydev in the same case, so that it behaves as ``"cpu:gloo,mydev:mccl"``.
+    """
+    from torch.distributed import distributed_c10d
+
+    if not patches_apply():
+        _skip_patch("BackendConfig", "torch", torch.__version__, PATCHED_TORCH)
+        return
+    if getattr(distributed_c10d.BackendConfig.__init__, "mydev_patch", False):
+        return
+    original = distributed_c10d.BackendConfig.__init__
+
+    def __init__(self, backend):
+        original(self, backend)
+        backends = self.device_backend_map
+        if str(backend) == distributed_c10d.Backend.UNDEFINED and "mydev" in backends and "cpu" not in backends:
+            backends["cpu"] = distributed_c10d.Backend(distributed_c10d.Backend.GLOO)
+
+    __init__.mydev_patch = True
+    __init__.original = original
+    distributed_c10d.BackendConfig.__init__ = __init__
+
+
 def register_triton_backend(name, compiler, driver):
     """Adds a backend to Triton's registry of backends, as its ``triton.backends`` entry point would.
 

@@ -26,6 +26,7 @@ namespace py = pybind11;
 namespace torch_mydev {
 
 void bindMemoryHistory(py::module_& m);  // MemorySnapshot.cpp
+void bindDistributed(py::module_& m);    // ProcessGroupMydev.cpp
 
 namespace {
 
@@ -187,6 +188,7 @@ PYBIND11_MODULE(_C, m) {
         [](uintptr_t ptr) { rawDelete(reinterpret_cast<void*>(ptr)); });
 
   bindMemoryHistory(m);
+  bindDistributed(m);
   m.def("_host_memory_stats", &hostMemoryStats);
   m.def("_reset_accumulated_host_memory_stats", [] { hostAllocator()->reset_accumulated_stats(); });
   m.def("_reset_peak_host_memory_stats", [] { hostAllocator()->reset_peak_stats(); });

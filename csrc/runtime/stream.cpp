@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <system_error>
+
+#include <pthread.h>
 
 #include "internal.h"
 
@@ -200,6 +203,11 @@ bool mydevStream::wait_for_task(uint64_t seq) {
 }
 
 void mydevStream::run() {
+  // Named for debuggers and /proc, as a driver's threads are; unnamed, it
+  // would carry the name of whichever thread first used the stream.
+  char name[16];
+  std::snprintf(name, sizeof(name), "mydev%d s%llu", device, static_cast<unsigned long long>(id));
+  pthread_setname_np(pthread_self(), name);
   for (uint64_t seq = 1; wait_for_task(seq); ++seq) {
     const uint64_t index = seq % kCapacity;
     execute(slots_[index].task, names_[index].text, seq);

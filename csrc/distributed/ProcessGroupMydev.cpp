@@ -1,0 +1,550 @@
+// "mccl", mydev's c10d backend: PyTorch's collectives for mydev tensors, with
+// NCCL's stream semantics, over gloo.
+//
+// Gloo is the transport (the wheel ships it inside libtorch, but not its
+// headers): the Python creator builds a private ProcessGroupGloo on the store
+// it is given, and this backend drives it through the c10d::Backend interface.
+// Gloo knows only CPU tensors, so each collective stages through pinned host
+// memory:
+//
+//   caller's thread: record an event on the current stream (the inputs'
+//     producers), mark every tensor as used on the comm stream (the caching
+//     allocator then keeps it until the comm stream is done with it), queue
+//     the collective, return its Work.
+//   comm thread (one per backend, so every rank issues gloo calls in the same
+//     order): the comm stream waits for the event; device -> host copies;
+//     gloo; host -> device copies on the comm stream; the Work's future is
+//     completed there, recording an event on the comm stream.
+//   Work.wait() / future.wait(): the caller's current stream waits for that
+//     event, as with NCCL; the host waits only for the gloo part.
+#include "../core/Device.h"
+#include "../core/Event.h"
+#include "../core/Exception.h"
+#include "../core/Stream.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/StreamGuard.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include <pybind11/chrono.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <pthread.h>
+
+namespace py = pybind11;
+
+namespace torch_mydev {
+
+namespace {
+
+using c10d::OpType;
+using GlooCall = std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>& host_inputs,
+                                                              std::vector<at::Tensor>& host_outputs)>;
+
+class CollectiveWork final : public c10d::Work {
+ public:
+  CollectiveWork(int rank, OpType type, const char* title, std::vector<at::Tensor> outputs, c10::Device device)
+      : Work(rank, type, title),
+        outputs_(std::move(outputs)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
+                                                         std::vector<c10::Device>{device})) {}
+
+  bool isCompleted() override { return future_->completed(); }
+
+  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+
+  std::exception_ptr exception() const override {
+    return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+  }
+
+  // The host waits for the gloo part; the current stream for the copies back.
+  bool wait(std::chrono::milliseconds timeout) override {
+    if (timeout != kNoTimeout) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!finished_cv_.wait_for(lock, timeout, [this] { return finished_; })) {
+        C10_THROW_ERROR(DistBackendError, "mccl: a collective timed out after " + std::to_string(timeout.count()) +
+                                              " ms");
+      }
+    }
+    future_->wait();
+    if (future_->hasError()) {
+      std::rethrow_exception(future_->exception_ptr());
+    }
+    return true;
+  }
+
+  void synchronize() override { wait(kNoTimeout); }
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  // On the comm thread, with the comm stream current: the future records its
+  // completion event there.
+  void finish() {
+    future_->markCompleted(c10::IValue(outputs_));
+    notifyFinished();
+  }
+
+  void fail(std::exception_ptr error) {
+    future_->setError(std::move(error));
+    notifyFinished();
+  }
+
+ private:
+  void notifyFinished() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+    finished_cv_.notify_all();
+  }
+
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::mutex mutex_;
+  std::condition_variable finished_cv_;
+  bool finished_ = false;
+};
+
+// Runs queued tasks in order on one thread, named (as NCCL's threads are) so
+// that a user can tell it in a debugger or /proc.
+class CommThread {
+ public:
+  explicit CommThread(const char* name) : thread_([this] { run(); }) { pthread_setname_np(thread_.native_handle(), name); }
+
+  ~CommThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    thread_.join();
+  }
+
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+        if (tasks_.empty()) {
+          return;
+        }
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Pinned host memory: the host allocator caches it, so a collective's staging
+// costs no page faults, and copies to and from it are the runtime's fastest.
+at::Tensor stagingBuffer(const at::Tensor& like) {
+  return at::empty(like.sizes(), like.options().device(c10::kCPU).pinned_memory(true));
+}
+
+c10::Device deviceOfCollective(const std::vector<at::Tensor>& tensors, const char* name) {
+  TORCH_CHECK(!tensors.empty(), "mccl: ", name, " got no tensors");
+  const c10::Device device = tensors.front().device();
+  for (const at::Tensor& tensor : tensors) {
+    TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1, "mccl: ", name,
+                " expects mydev tensors, got a tensor on ", tensor.device(),
+                " (CPU tensors go to the gloo backend: init_process_group(backend=\"cpu:gloo,mydev:mccl\"))");
+    TORCH_CHECK(tensor.device() == device, "mccl: ", name, " expects all tensors on one device, got ", device, " and ",
+                tensor.device());
+    TORCH_CHECK(tensor.layout() == c10::kStrided, "mccl: ", name, " supports only dense tensors");
+  }
+  return device;
+}
+
+std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<at::Tensor> flat;
+  for (const auto& list : lists) {
+    flat.insert(flat.end(), list.begin(), list.end());
+  }
+  return flat;
+}
+
+// The host counterparts of lists of device tensors, in the same shapes.
+std::vector<std::vector<at::Tensor>> regroup(const std::vector<at::Tensor>& flat,
+                                             const std::vector<std::vector<at::Tensor>>& shape) {
+  std::vector<std::vector<at::Tensor>> lists;
+  size_t next = 0;
+  for (const auto& list : shape) {
+    lists.emplace_back(flat.begin() + static_cast<std::ptrdiff_t>(next),
+                       flat.begin() + static_cast<std::ptrdiff_t>(next + list.size()));
+    next += list.size();
+  }
+  return lists;
+}
+
+class ProcessGroupMydev final : public c10d::Backend {
+ public:
+  ProcessGroupMydev(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout)
+      : Backend(rank, size), gloo_(std::move(gloo)), timeout_(timeout) {}
+
+  ~ProcessGroupMydev() override { stopThreads(); }
+
+  // destroy_process_group: the queued collectives finish, then mccl's threads end.
+  void shutdown() override {
+    stopThreads();
+    gloo_->shutdown();
+  }
+
+  // Aborting gloo first makes a collective stuck on a dead peer fail at once.
+  void abort() override {
+    gloo_->abort();
+    stopThreads();
+  }
+
+  const std::string getBackendName() const override { return "mccl"; }
+
+  // The count of collectives issued, which TORCH_DISTRIBUTED_DEBUG=DETAIL's
+  // wrapper compares across ranks (with shapes, dtypes and ops) to report a
+  // mismatched collective before it reaches gloo.
+  void setSequenceNumberForGroup() override { sequence_number_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return sequence_number_; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override {
+    return inPlace(OpType::BROADCAST, "mccl:broadcast", tensors, [this, opts](auto& host, auto&) {
+      return gloo_->broadcast(host, opts);
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", tensors, [this, opts](auto& host, auto&) {
+      c10d::AllreduceOptions gloo_opts = opts;
+      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host);
+      return gloo_->allreduce(host, gloo_opts);
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override {
+    return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", tensors, [this, opts](auto& host, auto&) {
+      c10d::AllreduceCoalescedOptions gloo_opts = opts;
+      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host);
+      return gloo_->allreduce_coalesced(host, gloo_opts);
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
+    return inPlace(OpType::REDUCE, "mccl:reduce", tensors, [this, opts](auto& host, auto&) {
+      c10d::ReduceOptions gloo_opts = opts;
+      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host);
+      return gloo_->reduce(host, gloo_opts);
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override {
+    return collective(OpType::ALLGATHER, "mccl:all_gather", inputs, flatten(outputs),
+                      [this, opts, shape = outputs](auto& host_in, auto& host_out) {
+                        // The lists hold host_out's tensors: gloo fills those.
+                        auto lists = regroup(host_out, shape);
+                        return gloo_->allgather(lists, host_in, opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override {
+    return collective(OpType::_ALLGATHER_BASE, "mccl:all_gather_into_tensor", {input}, {output},
+                      [this, opts](auto& host_in, auto& host_out) {
+                        return gloo_->_allgather_base(host_out[0], host_in[0], opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override {
+    return collective(OpType::COALESCED, "mccl:all_gather_into_tensor_coalesced", inputs, outputs,
+                      [this, opts](auto& host_in, auto& host_out) {
+                        return gloo_->allgather_into_tensor_coalesced(host_out, host_in, opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override {
+    return collective(OpType::GATHER, "mccl:gather", inputs, flatten(outputs),
+                      [this, opts, shape = outputs](auto& host_in, auto& host_out) {
+                        auto lists = regroup(host_out, shape);
+                        return gloo_->gather(lists, host_in, opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override {
+    return collective(OpType::SCATTER, "mccl:scatter", flatten(inputs), outputs,
+                      [this, opts, shape = inputs](auto& host_in, auto& host_out) {
+                        auto lists = regroup(host_in, shape);
+                        return gloo_->scatter(host_out, lists, opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override {
+    return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", flatten(inputs), outputs,
+                      [this, opts, shape = inputs](auto& host_in, auto& host_out) {
+                        c10d::ReduceScatterOptions gloo_opts = opts;
+                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in);
+                        auto lists = regroup(host_in, shape);
+                        return gloo_->reduce_scatter(host_out, lists, gloo_opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override {
+    return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", {input}, {output},
+                      [this, opts](auto& host_in, auto& host_out) {
+                        c10d::ReduceScatterOptions gloo_opts = opts;
+                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in);
+                        return gloo_->_reduce_scatter_base(host_out[0], host_in[0], gloo_opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override {
+    return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", inputs, outputs,
+                      [this, opts](auto& host_in, auto& host_out) {
+                        c10d::ReduceScatterOptions gloo_opts = opts;
+                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in);
+                        return gloo_->reduce_scatter_tensor_coalesced(host_out, host_in, gloo_opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override {
+    return collective(OpType::ALLTOALL_BASE, "mccl:all_to_all_single", {input}, {output},
+                      [this, opts, output_splits, input_splits](auto& host_in, auto& host_out) mutable {
+                        return gloo_->alltoall_base(host_out[0], host_in[0], output_splits, input_splits, opts);
+                      });
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override {
+    return collective(OpType::ALLTOALL, "mccl:all_to_all", inputs, outputs,
+                      [this, opts](auto& host_in, auto& host_out) { return gloo_->alltoall(host_out, host_in, opts); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override {
+    return collective(OpType::SEND, "mccl:send", tensors, {}, [this, dst_rank, tag](auto& host_in, auto&) {
+      return gloo_->send(host_in, dst_rank, tag);
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override {
+    return collective(OpType::RECV, "mccl:recv", {}, tensors, [this, src_rank, tag](auto&, auto& host_out) {
+      return gloo_->recv(host_out, src_rank, tag);
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
+    // Ordered after every collective queued before it, like NCCL's barrier.
+    ++sequence_number_;
+    auto work = c10::make_intrusive<CollectiveWork>(rank_, OpType::BARRIER, "mccl:barrier", std::vector<at::Tensor>{},
+                                                    c10::Device(c10::DeviceType::PrivateUse1, currentDevice()));
+    const MydevStream comm = commStream(currentDevice());
+    commThread().post([this, work, opts, comm] {
+      try {
+        c10::StreamGuard on_comm(comm.unwrap());
+        gloo_->barrier(opts)->wait(timeout_);
+        work->finish();
+      } catch (...) {
+        work->fail(std::current_exception());
+      }
+    });
+    return work;
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> inPlace(OpType type, const char* title, std::vector<at::Tensor>& tensors,
+                                         GlooCall call) {
+    return collective(type, title, tensors, tensors, [call = std::move(call)](auto& host_in, auto& host_out) {
+      host_out = host_in;
+      return call(host_out, host_out);
+    }, /*outputs_are_inputs=*/true);
+  }
+
+  // PREMUL_SUM (as NCCL has it): each rank's input scaled, then summed.
+  static c10d::ReduceOp scaleForPremulSum(const c10d::ReduceOp& op, std::vector<at::Tensor>& host) {
+    if (op.op_ != c10d::ReduceOp::PREMUL_SUM) {
+      return op;
+    }
+    const auto* factor = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
+    TORCH_CHECK(factor != nullptr, "mccl: PREMUL_SUM without a factor");
+    for (at::Tensor& tensor : host) {
+      if (factor->tensor_factor.defined()) {
+        tensor.mul_(factor->tensor_factor.to(c10::kCPU));
+      } else {
+        tensor.mul_(factor->double_factor);
+      }
+    }
+    return c10d::ReduceOp(c10d::ReduceOp::SUM);
+  }
+
+  c10::intrusive_ptr<c10d::Work> collective(OpType type, const char* title, std::vector<at::Tensor> inputs,
+                                            std::vector<at::Tensor> outputs, GlooCall call,
+                                            bool outputs_are_inputs = false) {
+    ++sequence_number_;
+    std::vector<at::Tensor> all = inputs;
+    all.insert(all.end(), outputs.begin(), outputs.end());
+    const c10::Device device = deviceOfCollective(all, title);
+    const MydevStream caller = getCurrentMydevStream(device.index());
+    const MydevStream comm = commStream(device.index());
+    auto inputs_ready = std::make_shared<MydevEvent>();
+    inputs_ready->record(caller);
+    // The caller may drop its tensors before the comm stream has used them.
+    for (const at::Tensor& tensor : all) {
+      if (tensor.has_storage() && tensor.storage().data_ptr().get() != nullptr) {
+        c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).recordDataPtrOnStream(tensor.storage().data_ptr(),
+                                                                                          comm.unwrap());
+      }
+    }
+    auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, outputs, device);
+    commThread().post([this, work, comm, inputs_ready, inputs = std::move(inputs), outputs = std::move(outputs),
+                       call = std::move(call), outputs_are_inputs] {
+      try {
+        c10::StreamGuard on_comm(comm.unwrap());
+        inputs_ready->block(comm);
+        std::vector<at::Tensor> host_in;
+        for (const at::Tensor& input : inputs) {
+          host_in.push_back(stagingBuffer(input).copy_(input));
+        }
+        std::vector<at::Tensor> host_out;
+        if (!outputs_are_inputs) {
+          for (const at::Tensor& output : outputs) {
+            host_out.push_back(stagingBuffer(output));
+          }
+        }
+        c10::intrusive_ptr<c10d::Work> gloo_work = call(host_in, host_out);
+        auto complete = [this, work, comm, gloo_work, outputs, host_out, host_in] {
+          try {
+            c10::StreamGuard on_comm(comm.unwrap());
+            gloo_work->wait(timeout_);
+            for (size_t i = 0; i < outputs.size(); ++i) {
+              outputs[i].copy_(host_out[i]);
+            }
+            work->finish();
+          } catch (...) {
+            work->fail(std::current_exception());
+          }
+        };
+        // A send or a receive completes only once its peer posts the other
+        // half, which it may do after a send of its own: waiting here would
+        // deadlock two ranks that send to each other first (NCCL's group
+        // calls). Posted in order here, they complete on their own thread.
+        if (work->retrieveOpType() == OpType::SEND || work->retrieveOpType() == OpType::RECV) {
+          pointToPointThread().post(std::move(complete));
+        } else {
+          complete();
+        }
+      } catch (...) {
+        work->fail(std::current_exception());
+      }
+    });
+    return work;
+  }
+
+  MydevStream commStream(c10::DeviceIndex device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = comm_streams_.find(device);
+    if (found == comm_streams_.end()) {
+      found = comm_streams_.emplace(device, getStreamFromPool(/*priority=*/-1, device)).first;
+      // The stream's worker starts here, not on mccl's thread, whose name it would inherit.
+      found->second.handle();
+    }
+    return found->second;
+  }
+
+  CommThread& commThread() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!comm_thread_) {
+      comm_thread_ = std::make_unique<CommThread>("mccl comm");
+    }
+    return *comm_thread_;
+  }
+
+  void stopThreads() {
+    std::unique_ptr<CommThread> comm;
+    std::unique_ptr<CommThread> point_to_point;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      comm = std::move(comm_thread_);
+      point_to_point = std::move(point_to_point_thread_);
+    }
+    comm.reset();  // joins after the tasks queued before
+    point_to_point.reset();
+  }
+
+  CommThread& pointToPointThread() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!point_to_point_thread_) {
+      point_to_point_thread_ = std::make_unique<CommThread>("mccl p2p");
+    }
+    return *point_to_point_thread_;
+  }
+
+  c10::intrusive_ptr<c10d::Backend> gloo_;
+  std::chrono::milliseconds timeout_;
+  std::atomic<uint64_t> sequence_number_{0};
+  std::mutex mutex_;
+  std::map<c10::DeviceIndex, MydevStream> comm_streams_;
+  std::unique_ptr<CommThread> comm_thread_;
+  std::unique_ptr<CommThread> point_to_point_thread_;
+};
+
+}  // namespace
+
+// The class is bound once torch.distributed is imported: its base,
+// c10d.Backend, is a Python type only from then on.
+void bindDistributed(py::module_& m) {
+  m.def("_bind_distributed_backend", [m]() mutable {
+    if (py::hasattr(m, "ProcessGroupMydev")) {
+      return;
+    }
+    py::module_::import("torch.distributed");
+    py::class_<ProcessGroupMydev, c10d::Backend, c10::intrusive_ptr<ProcessGroupMydev>>(m, "ProcessGroupMydev")
+        .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& gloo, int rank, int size,
+                         std::chrono::milliseconds timeout) {
+               return c10::make_intrusive<ProcessGroupMydev>(gloo, rank, size, timeout);
+             }),
+             py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+             py::call_guard<py::gil_scoped_release>());
+  });
+}
+
+}  // namespace torch_mydev

@@ -1,0 +1,344 @@
+"""What each rank runs in tests/test_distributed.py: functions a spawned process imports and calls as
+``worker(rank, world_size, init_file, ...)``. A failed check raises in the rank, and the test then fails with that
+rank's traceback."""
+import datetime
+import os
+
+import torch
+import torch.distributed as dist
+from torch.testing import assert_close
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
+
+
+def init(rank, world_size, init_file, backend="cpu:gloo,mydev:mccl", timeout_s=60):
+    torch.mydev.set_device(rank)
+    dist.init_process_group(backend, init_method=f"file://{init_file}", rank=rank, world_size=world_size,
+                            timeout=datetime.timedelta(seconds=timeout_s))
+    return torch.device("mydev", rank)
+
+
+def values(rank, shape, dtype, offset=0):
+    """Each rank's distinct input: small integers, exact in every dtype above."""
+    return (torch.arange(int(torch.tensor(shape).prod()), dtype=torch.float32).reshape(shape) % 7 + rank + offset).to(dtype)
+
+
+def reference_all_reduce(world_size, shape, dtype, op):
+    inputs = [values(r, shape, dtype).double() for r in range(world_size)]
+    stacked = torch.stack(inputs)
+    if op == dist.ReduceOp.SUM:
+        result = stacked.sum(0)
+    elif op == dist.ReduceOp.MAX:
+        result = stacked.max(0).values
+    elif op == dist.ReduceOp.MIN:
+        result = stacked.min(0).values
+    elif op == dist.ReduceOp.PRODUCT:
+        result = stacked.prod(0)
+    elif op == dist.ReduceOp.AVG:
+        result = stacked.mean(0)
+    return result
+
+
+def collectives(rank, world_size, init_file):
+    device = init(rank, world_size, init_file)
+    try:
+        for dtype in DTYPES:
+            ops = [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT]
+            if dtype.is_floating_point:
+                ops.append(dist.ReduceOp.AVG)
+            for op in ops:
+                tensor = values(rank, (3, 5), dtype).to(device)
+                dist.all_reduce(tensor, op=op)
+                assert_close(tensor.cpu().double(), reference_all_reduce(world_size, (3, 5), dtype, op).to(dtype).double(),
+                             msg=f"all_reduce {op} {dtype}")
+            # The CPU reference through gloo: the same numbers.
+            cpu = values(rank, (3, 5), dtype)
+            on_device = cpu.to(device)
+            dist.all_reduce(cpu)
+            dist.all_reduce(on_device)
+            assert_close(on_device.cpu(), cpu, msg=f"mccl vs gloo {dtype}")
+
+            tensor = values(rank, (4,), dtype).to(device)
+            dist.broadcast(tensor, src=world_size - 1)
+            assert_close(tensor.cpu(), values(world_size - 1, (4,), dtype))
+
+            gathered = [torch.empty(4, dtype=dtype, device=device) for _ in range(world_size)]
+            dist.all_gather(gathered, values(rank, (4,), dtype).to(device))
+            for r in range(world_size):
+                assert_close(gathered[r].cpu(), values(r, (4,), dtype))
+
+            into = torch.empty(world_size * 4, dtype=dtype, device=device)
+            dist.all_gather_into_tensor(into, values(rank, (4,), dtype).to(device))
+            assert_close(into.cpu(), torch.cat([values(r, (4,), dtype) for r in range(world_size)]))
+
+            scattered = torch.empty(2, dtype=dtype, device=device)
+            dist.reduce_scatter_tensor(scattered, values(rank, (2 * world_size,), dtype).to(device))
+            full = sum(values(r, (2 * world_size,), dtype).double() for r in range(world_size))
+            assert_close(scattered.cpu().double(), full[2 * rank:2 * rank + 2])
+
+            chunks = [values(rank, (2,), dtype, offset=r).to(device) for r in range(world_size)]
+            out = torch.empty(2, dtype=dtype, device=device)
+            dist.reduce_scatter(out, chunks)
+            assert_close(out.cpu().double(), sum(values(r, (2,), dtype, offset=rank).double() for r in range(world_size)))
+
+            sent = torch.arange(world_size * 2, dtype=torch.float32).to(dtype).to(device) + rank * 100
+            received = torch.empty_like(sent)
+            dist.all_to_all_single(received, sent)
+            expected = torch.cat([torch.arange(2 * rank, 2 * rank + 2, dtype=torch.float32) + r * 100
+                                  for r in range(world_size)]).to(dtype)
+            assert_close(received.cpu(), expected)
+
+            inputs = [torch.full((3,), rank * 10 + r, dtype=dtype, device=device) for r in range(world_size)]
+            outputs = [torch.empty(3, dtype=dtype, device=device) for _ in range(world_size)]
+            dist.all_to_all(outputs, inputs)
+            for r in range(world_size):
+                assert_close(outputs[r].cpu(), torch.full((3,), r * 10 + rank, dtype=dtype))
+
+            tensor = values(rank, (5,), dtype).to(device)
+            dist.reduce(tensor, dst=0)
+            if rank == 0:
+                assert_close(tensor.cpu().double(), sum(values(r, (5,), dtype).double() for r in range(world_size)))
+
+            gather_list = [torch.empty(3, dtype=dtype, device=device) for _ in range(world_size)] if rank == 0 else None
+            dist.gather(values(rank, (3,), dtype).to(device), gather_list, dst=0)
+            if rank == 0:
+                for r in range(world_size):
+                    assert_close(gather_list[r].cpu(), values(r, (3,), dtype))
+
+            scatter_list = [values(r, (3,), dtype).to(device) for r in range(world_size)] if rank == 0 else None
+            mine = torch.empty(3, dtype=dtype, device=device)
+            dist.scatter(mine, scatter_list, src=0)
+            assert_close(mine.cpu(), values(rank, (3,), dtype))
+
+        # PREMUL_SUM: each input scaled, then summed (as NCCL does).
+        tensor = values(rank, (6,), torch.float32).to(device)
+        dist.all_reduce(tensor, op=dist._make_nccl_premul_sum(0.5))
+        assert_close(tensor.cpu(), 0.5 * sum(values(r, (6,), torch.float32) for r in range(world_size)))
+
+        # Point to point, in a ring.
+        right, left = (rank + 1) % world_size, (rank - 1) % world_size
+        outgoing = torch.full((8,), float(rank), device=device)
+        incoming = torch.empty(8, device=device)
+        requests = dist.batch_isend_irecv([dist.P2POp(dist.isend, outgoing, right), dist.P2POp(dist.irecv, incoming, left)])
+        for request in requests:
+            request.wait()
+        assert_close(incoming.cpu(), torch.full((8,), float(left)))
+
+        # Object collectives and CPU tensors go to gloo.
+        objects = [None] * world_size
+        dist.all_gather_object(objects, {"rank": rank})
+        assert objects == [{"rank": r} for r in range(world_size)], objects
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def stream_semantics(rank, world_size, init_file):
+    """A collective waits for the kernels that produced its input; wait() orders the caller's stream after it."""
+    device = init(rank, world_size, init_file)
+    try:
+        big = torch.randn(512, 512, device=device)
+        for _ in range(3):
+            side = torch.mydev.Stream()
+            with torch.mydev.stream(side):
+                produced = (big @ big).sum().reshape(1) * 0 + rank + 1  # slow kernels before the input is ready
+                work = dist.all_reduce(produced, async_op=True)
+                work.wait()  # side stream now waits for the collective's copies back
+                result = produced * 2
+            side.synchronize()
+            assert_close(result.cpu(), torch.tensor([2.0 * sum(range(1, world_size + 1))]))
+
+        # getFuture does not block, and its value is the output list.
+        tensor = torch.ones(4, device=device)
+        future = dist.all_reduce(tensor, async_op=True).get_future()
+        done = future.then(lambda f: f.value()[0] * 3)
+        assert_close(done.wait().cpu(), torch.full((4,), 3.0 * world_size))
+        dist.barrier()
+        assert "mccl comm" in thread_names()
+    finally:
+        dist.destroy_process_group()
+    assert not any(name.startswith("mccl") for name in thread_names()), thread_names()
+
+
+def thread_names():
+    names = []
+    for thread in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{thread}/comm") as file:
+                names.append(file.read().strip())
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return names
+
+
+def default_backends(rank, world_size, init_file):
+    """No backend given: mydev tensors go to mccl, CPU tensors to gloo (the patch in torch_mydev/patches.py)."""
+    torch.mydev.set_device(rank)
+    dist.init_process_group(init_method=f"file://{init_file}", rank=rank, world_size=world_size)
+    try:
+        group = dist.group.WORLD
+        assert group._get_backend(torch.device("mydev")).name() == "mccl"
+        cpu = torch.ones(2)
+        dist.all_reduce(cpu)
+        on_device = torch.ones(2, device="mydev")
+        dist.all_reduce(on_device)
+        assert_close(cpu, torch.full((2,), float(world_size)))
+        assert_close(on_device.cpu(), cpu)
+    finally:
+        dist.destroy_process_group()
+
+
+def ddp_training(rank, world_size, init_file, result_file):
+    """DDP over mccl: the model after a few steps equals single-process training on the whole batch."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    device = init(rank, world_size, init_file)
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).to(device)
+        ddp = DistributedDataParallel(model, device_ids=[rank])
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        generator = torch.Generator().manual_seed(1)
+        for _ in range(4):
+            inputs = torch.randn(8 * world_size, 16, generator=generator)
+            targets = torch.randn(8 * world_size, 4, generator=generator)
+            shard = slice(8 * rank, 8 * rank + 8)
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(ddp(inputs[shard].to(device)), targets[shard].to(device))
+            loss.backward()
+            optimizer.step()
+        if rank == 0:
+            torch.save([p.detach().cpu() for p in model.parameters()], result_file)
+    finally:
+        dist.destroy_process_group()
+
+
+def dead_peer(rank, world_size, init_file):
+    """The last rank exits without joining the collective; the others must fail within the timeout, and say so in
+    <init_file>.rank<N>."""
+    device = init(rank, world_size, init_file, timeout_s=5)
+    if rank == world_size - 1:
+        os._exit(0)
+    tensor = torch.ones(4, device=device)
+    try:
+        dist.all_reduce(tensor)
+        message = "no error"
+    except Exception as error:  # noqa: BLE001  (the message is what the test checks)
+        message = f"{type(error).__name__}: {error}"
+    with open(f"{init_file}.rank{rank}", "w") as file:
+        file.write(message)
+    os._exit(0)
+
+
+def fsdp2_training(rank, world_size, init_file, result_file):
+    """FSDP2 (fully_shard) over mccl: parameters sharded across the ranks, gathered for each layer's compute (with
+    its prefetch streams), gradients reduce-scattered; the result equals single-process training."""
+    from torch.distributed.fsdp import fully_shard
+
+    device = init(rank, world_size, init_file)
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).to(device)
+        for layer in (model[0], model[2]):
+            fully_shard(layer)
+        fully_shard(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        generator = torch.Generator().manual_seed(1)
+        for _ in range(4):
+            inputs = torch.randn(8 * world_size, 16, generator=generator)
+            targets = torch.randn(8 * world_size, 4, generator=generator)
+            shard = slice(8 * rank, 8 * rank + 8)
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(inputs[shard].to(device)), targets[shard].to(device))
+            loss.backward()
+            optimizer.step()
+        full = [p.full_tensor().detach().cpu() for p in model.parameters()]
+        if rank == 0:
+            torch.save(full, result_file)
+    finally:
+        dist.destroy_process_group()
+
+
+def dtensor_matmul(rank, world_size, init_file):
+    """DeviceMesh and DTensor on mydev: a row-sharded matmul, redistribution, tensor parallelism."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import distribute_tensor, Replicate, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module, RowwiseParallel
+
+    init(rank, world_size, init_file)
+    try:
+        mesh = init_device_mesh("mydev", (world_size,))
+        torch.manual_seed(0)
+        a, b = torch.randn(8, 6), torch.randn(6, 4)
+        a_sharded = distribute_tensor(a.to("mydev"), mesh, [Shard(0)])
+        b_replicated = distribute_tensor(b.to("mydev"), mesh, [Replicate()])
+        product = a_sharded @ b_replicated
+        assert product.placements == (Shard(0),), product.placements
+        assert_close(product.full_tensor().cpu(), a @ b, rtol=1e-5, atol=1e-5)
+        assert_close(product.redistribute(mesh, [Replicate()]).to_local().cpu(), a @ b, rtol=1e-5, atol=1e-5)
+        assert_close(product.redistribute(mesh, [Shard(1)]).full_tensor().cpu(), a @ b, rtol=1e-5, atol=1e-5)
+
+        torch.manual_seed(0)
+        mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8))
+        x = torch.randn(4, 8)
+        reference = mlp(x)
+        parallel = parallelize_module(mlp.to("mydev"), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+        assert parallel[0].weight.placements == (Shard(0),)
+        assert_close(parallel(x.to("mydev")).cpu(), reference, rtol=1e-5, atol=1e-5)
+
+        # DTensor's random ops: its offset-based tracker reads and sets mydev's (seed, offset) generator state, so
+        # each shard draws its own part of one Philox stream, the same on every run from the same seed.
+        from torch.distributed.tensor import _random
+
+        def sharded_noise():
+            torch.manual_seed(5)
+            noise = torch.distributed.tensor.randn((world_size * 4, 3), device_mesh=mesh, placements=[Shard(0)])
+            return noise.to_local().cpu()
+
+        local = sharded_noise()
+        assert isinstance(_random._rng_tracker, _random.OffsetBasedRNGTracker), type(_random._rng_tracker)
+        assert torch.equal(sharded_noise(), local)
+        gathered = [None] * world_size
+        dist.all_gather_object(gathered, local)
+        assert all(not torch.equal(gathered[0], other) for other in gathered[1:]), "shards drew the same numbers"
+        replicated = distribute_tensor(torch.zeros(6, device="mydev"), mesh, [Replicate()])
+        dropped = torch.nn.functional.dropout(replicated + 1, p=0.5).to_local().cpu()
+        every_rank = [None] * world_size
+        dist.all_gather_object(every_rank, dropped)
+        assert all(torch.equal(every_rank[0], other) for other in every_rank), "a replicated dropout differs by rank"
+    finally:
+        dist.destroy_process_group()
+
+
+def two_dimensional_mesh(rank, world_size, init_file):
+    """A 2-D mesh: its dimensions are subgroups, each its own mccl backend."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    init(rank, world_size, init_file)
+    try:
+        mesh = init_device_mesh("mydev", (2, world_size // 2), mesh_dim_names=("dp", "tp"))
+        tp_group = mesh.get_group("tp")
+        dp_group = mesh.get_group("dp")
+        tensor = torch.full((2,), float(rank), device="mydev")
+        dist.all_reduce(tensor, group=tp_group)
+        tp_ranks = dist.get_process_group_ranks(tp_group)
+        assert_close(tensor.cpu(), torch.full((2,), float(sum(tp_ranks))))
+        tensor = torch.full((2,), float(rank), device="mydev")
+        dist.all_reduce(tensor, group=dp_group)
+        assert_close(tensor.cpu(), torch.full((2,), float(sum(dist.get_process_group_ranks(dp_group)))))
+    finally:
+        dist.destroy_process_group()
+
+
+def mismatched_collective(rank, world_size, init_file):
+    """Under TORCH_DISTRIBUTED_DEBUG=DETAIL, PyTorch's wrapper compares each collective across ranks (mccl counts
+    them for it) and reports a mismatch on every rank, in <init_file>.rank<N>."""
+    device = init(rank, world_size, init_file, timeout_s=20)
+    try:
+        dist.all_reduce(torch.ones(4 + 4 * rank, device=device))
+        message = "no error"
+    except RuntimeError as error:
+        message = str(error)
+    with open(f"{init_file}.rank{rank}", "w") as file:
+        file.write(message)
+    dist.destroy_process_group()

@@ -1,0 +1,117 @@
+"""torch.distributed on mydev through the "mccl" backend: every collective and dtype against gloo on the CPU, NCCL's
+stream semantics, the default backends, DDP training equal to single-process training, and a dead rank failing the
+others within the timeout. Each test spawns its ranks as processes (one mydev device each)."""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from unittest import mock
+
+import torch
+import torch.multiprocessing as mp
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+import distributed_workers
+
+
+def run_ranks(worker, world_size, *args, env=None):
+    """Runs worker(rank, world_size, init_file, *args) in world_size spawned processes, rank r on mydev:r, with
+    `env` added to their environment; returns what each rank wrote to <init_file>.rank<r>, if anything."""
+    with tempfile.TemporaryDirectory() as folder, mock.patch.dict(os.environ, env or {}):
+        os.environ["MYDEV_DEVICE_COUNT"] = str(max(2, world_size))
+        init_file = os.path.join(folder, "init")
+        context = mp.start_processes(worker, args=(world_size, init_file, *args), nprocs=world_size,
+                                     start_method="spawn", join=False)
+        while not context.join(timeout=120):
+            pass
+        return [open(f"{init_file}.rank{r}").read() if os.path.exists(f"{init_file}.rank{r}") else None
+                for r in range(world_size)]
+
+
+def single_process_training():
+    """What the DDP and FSDP2 workers train, on the CPU in one process on the whole batch."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(4):
+        inputs = torch.randn(16, 16, generator=generator)
+        targets = torch.randn(16, 4, generator=generator)
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(inputs), targets).backward()
+        optimizer.step()
+    return [parameter.detach() for parameter in model.parameters()]
+
+
+class TestCollectives(TestCase):
+    def test_every_collective_and_dtype_on_2_ranks(self):
+        run_ranks(distributed_workers.collectives, 2)
+
+    def test_every_collective_and_dtype_on_4_ranks(self):
+        run_ranks(distributed_workers.collectives, 4)
+
+    def test_collectives_follow_the_streams(self):
+        run_ranks(distributed_workers.stream_semantics, 2)
+
+    def test_no_backend_means_mccl_for_mydev_and_gloo_for_the_cpu(self):
+        run_ranks(distributed_workers.default_backends, 2)
+
+
+class TestDistributedDataParallel(TestCase):
+    def test_ddp_matches_single_process_training(self):
+        with tempfile.TemporaryDirectory() as folder:
+            result_file = os.path.join(folder, "params.pt")
+            run_ranks(distributed_workers.ddp_training, 2, result_file)
+            trained = torch.load(result_file)
+        for reference, parameter in zip(single_process_training(), trained):
+            self.assertEqual(parameter, reference, atol=1e-5, rtol=1e-4)
+
+
+class TestFullyShardedDataParallel(TestCase):
+    def test_fsdp2_matches_single_process_training(self):
+        with tempfile.TemporaryDirectory() as folder:
+            result_file = os.path.join(folder, "params.pt")
+            run_ranks(distributed_workers.fsdp2_training, 2, result_file)
+            trained = torch.load(result_file)
+        for reference, parameter in zip(single_process_training(), trained):
+            self.assertEqual(parameter, reference, atol=1e-5, rtol=1e-4)
+
+
+class TestDTensor(TestCase):
+    def test_sharded_matmul_redistribution_and_tensor_parallel(self):
+        run_ranks(distributed_workers.dtensor_matmul, 2)
+
+    def test_two_dimensional_mesh_on_4_ranks(self):
+        run_ranks(distributed_workers.two_dimensional_mesh, 4)
+
+
+class TestTorchrun(TestCase):
+    def test_the_ddp_example_under_torchrun(self):
+        example = os.path.join(os.path.dirname(__file__), "..", "examples", "train_ddp.py")
+        result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                                 example], capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("2 ranks on ['mydev:0', 'mydev:1']; weights identical on every rank: True", result.stdout)
+        losses = [float(line.split()[-1]) for line in result.stdout.splitlines() if line.startswith("step")]
+        self.assertLess(losses[-1], losses[0])
+
+
+class TestFailures(TestCase):
+    def test_a_dead_rank_fails_the_others_within_the_timeout(self):
+        start = time.monotonic()
+        messages = run_ranks(distributed_workers.dead_peer, 2)
+        self.assertLess(time.monotonic() - start, 60)
+        self.assertIsNotNone(messages[0])
+        self.assertNotEqual(messages[0], "no error")
+        self.assertRegex(messages[0], "(?i)timed out|connection|closed|peer")
+
+    def test_a_mismatched_collective_is_reported_in_debug_mode(self):
+        messages = run_ranks(distributed_workers.mismatched_collective, 2, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+        for rank, message in enumerate(messages):
+            self.assertIn("Detected mismatch between collectives on ranks", message)
+            self.assertIn("TensorShape=[4]" if rank == 1 else "TensorShape=[8]", message)
+
+
+if __name__ == "__main__":
+    run_tests()
