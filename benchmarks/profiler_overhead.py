@@ -1,7 +1,8 @@
-"""What torch.profiler costs on mydev: the GPT training step of training_step.py, timed without a profiler, under a
-CPU-only profile and under a CPU + device profile (target: at most 1.3x the step without one), each profiled step
-including the processing of its trace. With --picture it also draws one profiled step's timeline (host ops above,
-the device's streams below, with the flows from launches to kernels) as an SVG, the picture in
+"""What torch.profiler costs on mydev: the GPT training step of training_step.py, timed without a profiler and inside
+an active CPU-only and CPU + device profile (target: at most 1.3x the step without one), and the time PyTorch then
+takes to turn one recorded step into events (prof.events(), key_averages(), exports), reported apart since a
+schedule pays it once per cycle. With --picture it also draws one profiled step's timeline (host ops above, the
+device's streams below, with the flows from launches to kernels) as an SVG, the picture in
 docs/extension-points/profiler.md.
 
     .venv/bin/python benchmarks/profiler_overhead.py [--repeat N] [--picture docs/images/profiler-gpt-step.svg]
@@ -25,37 +26,39 @@ WIDTH = 1400
 LEFT = 150
 
 
-def timed_step(step, activities):
-    start = time.perf_counter()
-    if activities is None:
-        step()
-        torch.mydev.synchronize()
-    else:
-        with profile(activities=activities) as prof:
-            step()
-        prof.key_averages()  # the trace's processing is part of what a profiled step costs
-    return time.perf_counter() - start
-
-
 def measure(repeat):
+    """Median step time without a profiler and inside an active profile of each kind (steps timed to a device
+    synchronize, so that the device's work counts), and what turning one recorded step into events costs."""
     step = gpt_training_step("mydev")
     for _ in range(2):
         step()
-    modes = {
-        "no profiler": None,
-        "CPU profile": [ProfilerActivity.CPU],
-        "CPU + device profile": [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
-    }
-    samples = {name: [] for name in modes}
-    for _ in range(repeat):  # interleaved, so that drift in the machine's speed hits every mode alike
-        for name, activities in modes.items():
-            samples[name].append(timed_step(step, activities))
-    return {name: statistics.median(times) for name, times in samples.items()}
+
+    def one_step():
+        start = time.perf_counter()
+        step()
+        torch.mydev.synchronize()
+        return time.perf_counter() - start
+
+    times = {"no profiler": statistics.median(one_step() for _ in range(repeat))}
+    for name, activities in (("inside a CPU profile", [ProfilerActivity.CPU]),
+                             ("inside a CPU + device profile", [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1])):
+        with profile(activities=activities):
+            times[name] = statistics.median(one_step() for _ in range(repeat))
+    processing = []
+    for _ in range(max(3, repeat // 2)):
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+            step()
+            torch.mydev.synchronize()
+            start = time.perf_counter()
+        prof.events()
+        processing.append(time.perf_counter() - start)
+    return times, statistics.median(processing)
 
 
 def trace_of_one_step():
     step = gpt_training_step("mydev")
     step()
+    torch.mydev.synchronize()  # else the recorded kernels queue behind the warm-up step's
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         step()
     with tempfile.TemporaryDirectory() as folder:
@@ -129,14 +132,16 @@ def main():
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--picture", help="write one profiled step's timeline as an SVG here")
     args = parser.parse_args()
-    times = measure(args.repeat)
+    times, processing = measure(args.repeat)
     base = times["no profiler"]
     for name, seconds in times.items():
         ratio = seconds / base
         verdict = ""
-        if name == "CPU + device profile":
+        if name == "inside a CPU + device profile":
             verdict = f"  target <= {TARGET}x: {'met' if ratio <= TARGET else 'MISSED'}"
-        print(f"{name:<22} {seconds * 1000:8.1f} ms  {ratio:5.2f}x{verdict}")
+        print(f"{name:<30} {seconds * 1000:8.1f} ms  {ratio:5.2f}x{verdict}")
+    print(f"{'stopping, turning into events':<30} {processing * 1000:8.1f} ms  {processing / base:5.2f}x a step "
+          "(once per recorded cycle, in PyTorch's Python)")
     if args.picture:
         draw(trace_of_one_step(), args.picture)
         print("wrote", args.picture)

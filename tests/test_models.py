@@ -159,7 +159,7 @@ class TestModelParity(TestCase):
         model.eval()
         with torch.no_grad(), profile() as trace:
             model(tokens.to(device))
-        # The ops the host called; the kernels they launched (same names) are the device's rows.
+        # The ops the host called, not the device rows of the kernels they launched.
         called = [event.name for event in trace.events() if event.device_type == torch.autograd.DeviceType.CPU]
         self.assertEqual(called.count("aten::_transformer_encoder_layer_fwd"), len(model.blocks))
 

@@ -79,6 +79,18 @@ const char* launchName(mydevActivityKind kind) {
   }
 }
 
+// A kernel's row is named after the operator that launched it, marked as the
+// device's ("aten::mm" -> "mydev:mm"), so that key_averages() and trace
+// viewers keep it apart from the operator's own host row, as CUDA's kernel
+// names are.
+std::string deviceRowName(const mydevActivityRecord& record, const std::string& name) {
+  if (record.kind != mydevActivityKernel) {
+    return name;
+  }
+  const size_t namespace_end = name.find("::");
+  return "mydev:" + (namespace_end == std::string::npos ? name : name.substr(namespace_end + 2));
+}
+
 const char* copyDirection(mydevMemcpyKind kind) {
   switch (kind) {
     case mydevMemcpyHostToDevice: return "HtoD";
@@ -141,7 +153,7 @@ class ProfilerSession final : public libkineto::IActivityProfilerSession {
       launch.linked = op;
       launch.log(logger);
 
-      buffer_->emplace_activity(buffer_->span, kinetoType(record.kind), activity.name);
+      buffer_->emplace_activity(buffer_->span, kinetoType(record.kind), deviceRowName(record, activity.name));
       libkineto::GenericTraceActivity& work = *buffer_->activities.back();
       work.startTime = record.start_ns;
       work.endTime = record.end_ns;
