@@ -3,8 +3,8 @@
 It is registered for the mydev device once torch.distributed is imported, the way torch_npu registers "hccl":
 ``init_process_group("mccl")`` serves mydev tensors, ``"cpu:gloo,mydev:mccl"`` both kinds, and (with the patch in
 patches.py) ``init_process_group()`` with no backend picks mccl for mydev and gloo for the CPU, as torch does for
-CUDA. Its transport is a private gloo process group on the same store: mccl stages each collective through host
-memory on its own thread and comm stream, with NCCL's stream semantics."""
+CUDA. Its transport is a private gloo process group on the same store, which mccl runs as kernels on its comm
+stream over the device memory itself, with NCCL's stream semantics."""
 import datetime
 
 import torch

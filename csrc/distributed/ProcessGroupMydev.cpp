@@ -4,19 +4,21 @@
 // Gloo is the transport (the wheel ships it inside libtorch, but not its
 // headers): the Python creator builds a private ProcessGroupGloo on the store
 // it is given, and this backend drives it through the c10d::Backend interface.
-// Gloo knows only CPU tensors, so each collective stages through pinned host
-// memory:
 //
 //   caller's thread: record an event on the current stream (the inputs'
 //     producers), mark every tensor as used on the comm stream (the caching
 //     allocator then keeps it until the comm stream is done with it), queue
 //     the collective, return its Work.
-//   comm thread (one per backend, so every rank issues gloo calls in the same
-//     order): the comm stream waits for the event; device -> host copies;
-//     gloo; host -> device copies on the comm stream; the Work's future is
-//     completed there, recording an event on the comm stream.
+//   comm thread (one per backend): the comm stream waits for the event; the
+//     collective runs as a kernel on the comm stream, gloo reading and writing
+//     device memory in place through the kernel's CPU aliases of it; the comm
+//     thread waits for it, then completes the Work's future, recording an
+//     event on the comm stream. Gloo is called by one thread at a time, in
+//     the order the collectives were issued, as its tags require.
 //   Work.wait() / future.wait(): the caller's current stream waits for that
-//     event, as with NCCL; the host waits only for the gloo part.
+//     event, as with NCCL; the host waits for the collective itself.
+#include "../aten/DeviceTensorRef.h"
+#include "../aten/KernelLaunch.h"
 #include "../core/Device.h"
 #include "../core/Event.h"
 #include "../core/Exception.h"
@@ -242,7 +244,7 @@ class ProcessGroupMydev final : public c10d::Backend {
                                            const c10d::AllreduceOptions& opts) override {
     return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", tensors, [this, opts](auto& host, auto&) {
       c10d::AllreduceOptions gloo_opts = opts;
-      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host);
+      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
       return gloo_->allreduce(host, gloo_opts);
     });
   }
@@ -251,7 +253,7 @@ class ProcessGroupMydev final : public c10d::Backend {
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
     return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", tensors, [this, opts](auto& host, auto&) {
       c10d::AllreduceCoalescedOptions gloo_opts = opts;
-      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host);
+      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
       return gloo_->allreduce_coalesced(host, gloo_opts);
     });
   }
@@ -259,7 +261,7 @@ class ProcessGroupMydev final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
     return inPlace(OpType::REDUCE, "mccl:reduce", tensors, [this, opts](auto& host, auto&) {
       c10d::ReduceOptions gloo_opts = opts;
-      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host);
+      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
       return gloo_->reduce(host, gloo_opts);
     });
   }
@@ -317,7 +319,7 @@ class ProcessGroupMydev final : public c10d::Backend {
     return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", flatten(inputs), outputs,
                       [this, opts, shape = inputs](auto& host_in, auto& host_out) {
                         c10d::ReduceScatterOptions gloo_opts = opts;
-                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in);
+                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
                         auto lists = regroup(host_in, shape);
                         return gloo_->reduce_scatter(host_out, lists, gloo_opts);
                       });
@@ -328,7 +330,7 @@ class ProcessGroupMydev final : public c10d::Backend {
     return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", {input}, {output},
                       [this, opts](auto& host_in, auto& host_out) {
                         c10d::ReduceScatterOptions gloo_opts = opts;
-                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in);
+                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
                         return gloo_->_reduce_scatter_base(host_out[0], host_in[0], gloo_opts);
                       });
   }
@@ -339,7 +341,7 @@ class ProcessGroupMydev final : public c10d::Backend {
     return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", inputs, outputs,
                       [this, opts](auto& host_in, auto& host_out) {
                         c10d::ReduceScatterOptions gloo_opts = opts;
-                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in);
+                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
                         return gloo_->reduce_scatter_tensor_coalesced(host_out, host_in, gloo_opts);
                       });
   }
@@ -399,19 +401,20 @@ class ProcessGroupMydev final : public c10d::Backend {
     }, /*outputs_are_inputs=*/true);
   }
 
-  // PREMUL_SUM (as NCCL has it): each rank's input scaled, then summed.
-  static c10d::ReduceOp scaleForPremulSum(const c10d::ReduceOp& op, std::vector<at::Tensor>& host) {
+  // PREMUL_SUM (as NCCL has it): each rank's input scaled, then summed. An
+  // in-place collective scales its buffer, which the result overwrites; the
+  // others scale copies, leaving the caller's input as it was.
+  static c10d::ReduceOp scaleForPremulSum(const c10d::ReduceOp& op, std::vector<at::Tensor>& inputs,
+                                          bool in_place) {
     if (op.op_ != c10d::ReduceOp::PREMUL_SUM) {
       return op;
     }
     const auto* factor = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
     TORCH_CHECK(factor != nullptr, "mccl: PREMUL_SUM without a factor");
-    for (at::Tensor& tensor : host) {
-      if (factor->tensor_factor.defined()) {
-        tensor.mul_(factor->tensor_factor.to(c10::kCPU));
-      } else {
-        tensor.mul_(factor->double_factor);
-      }
+    for (at::Tensor& input : inputs) {
+      const at::Tensor scale = factor->tensor_factor.defined() ? factor->tensor_factor.to(c10::kCPU)
+                                                               : at::scalar_tensor(factor->double_factor);
+      input = in_place ? input.mul_(scale) : input.mul(scale);
     }
     return c10d::ReduceOp(c10d::ReduceOp::SUM);
   }
@@ -435,48 +438,97 @@ class ProcessGroupMydev final : public c10d::Backend {
       }
     }
     auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, outputs, device);
-    commThread().post([this, work, comm, inputs_ready, inputs = std::move(inputs), outputs = std::move(outputs),
-                       call = std::move(call), outputs_are_inputs] {
+    const bool point_to_point = type == OpType::SEND || type == OpType::RECV;
+    commThread().post([this, work, comm, inputs_ready, title, point_to_point, inputs = std::move(inputs),
+                       outputs = std::move(outputs), call = std::move(call), outputs_are_inputs] {
       try {
         c10::StreamGuard on_comm(comm.unwrap());
         inputs_ready->block(comm);
-        std::vector<at::Tensor> host_in;
-        for (const at::Tensor& input : inputs) {
-          host_in.push_back(stagingBuffer(input).copy_(input));
-        }
-        std::vector<at::Tensor> host_out;
-        if (!outputs_are_inputs) {
-          for (const at::Tensor& output : outputs) {
-            host_out.push_back(stagingBuffer(output));
-          }
-        }
-        c10::intrusive_ptr<c10d::Work> gloo_work = call(host_in, host_out);
-        auto complete = [this, work, comm, gloo_work, outputs, host_out, host_in] {
-          try {
-            c10::StreamGuard on_comm(comm.unwrap());
-            gloo_work->wait(timeout_);
-            for (size_t i = 0; i < outputs.size(); ++i) {
-              outputs[i].copy_(host_out[i]);
-            }
-            work->finish();
-          } catch (...) {
-            work->fail(std::current_exception());
-          }
-        };
-        // A send or a receive completes only once its peer posts the other
-        // half, which it may do after a send of its own: waiting here would
-        // deadlock two ranks that send to each other first (NCCL's group
-        // calls). Posted in order here, they complete on their own thread.
-        if (work->retrieveOpType() == OpType::SEND || work->retrieveOpType() == OpType::RECV) {
-          pointToPointThread().post(std::move(complete));
+        if (point_to_point) {
+          stagedPointToPoint(work, comm, inputs, outputs, call);
         } else {
-          complete();
+          inPlaceOnTheCommStream(title, comm, inputs, outputs, call, outputs_are_inputs);
+          work->finish();
         }
       } catch (...) {
         work->fail(std::current_exception());
       }
     });
     return work;
+  }
+
+  // A collective as a kernel on the comm stream: gloo reads and writes the
+  // device memory in place, through the CPU aliases every kernel gets of it
+  // (KernelMemory), so no copies; the comm thread waits for the kernel. A
+  // transport error is handed back to the comm thread, not raised as a device
+  // fault.
+  void inPlaceOnTheCommStream(const char* title, const MydevStream& comm, const std::vector<at::Tensor>& inputs,
+                              const std::vector<at::Tensor>& outputs, const GlooCall& call, bool outputs_are_inputs) {
+    std::vector<DeviceTensorRef> input_refs;
+    std::vector<DeviceTensorRef> output_refs;
+    for (const at::Tensor& input : inputs) {
+      input_refs.push_back(describe(input));
+    }
+    for (const at::Tensor& output : outputs) {
+      output_refs.push_back(describe(output));
+    }
+    auto error = std::make_shared<std::exception_ptr>();
+    launchKernel(title, comm,
+                 [this, input_refs = std::move(input_refs), output_refs = std::move(output_refs), call, error,
+                  outputs_are_inputs] {
+                   try {
+                     KernelMemory memory;
+                     std::vector<at::Tensor> host_in;
+                     std::vector<at::Tensor> host_out;
+                     for (const DeviceTensorRef& ref : input_refs) {
+                       host_in.push_back(memory.map(ref));
+                     }
+                     for (const DeviceTensorRef& ref : output_refs) {
+                       host_out.push_back(memory.map(ref));
+                     }
+                     if (outputs_are_inputs) {
+                       host_out = host_in;
+                     }
+                     call(host_in, host_out)->wait(timeout_);
+                   } catch (...) {
+                     *error = std::current_exception();
+                   }
+                 });
+    comm.synchronize();
+    if (*error) {
+      std::rethrow_exception(*error);
+    }
+  }
+
+  // A send or a receive completes only once its peer posts the other half,
+  // which it may do after a send of its own: waiting for it on the comm
+  // stream would deadlock two ranks that send to each other first (what
+  // NCCL's group calls avoid). So it stages through pinned host memory, is
+  // posted to gloo in order here, and completes on its own thread.
+  void stagedPointToPoint(const c10::intrusive_ptr<CollectiveWork>& work, const MydevStream& comm,
+                          const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                          const GlooCall& call) {
+    std::vector<at::Tensor> host_in;
+    for (const at::Tensor& input : inputs) {
+      host_in.push_back(stagingBuffer(input).copy_(input));
+    }
+    std::vector<at::Tensor> host_out;
+    for (const at::Tensor& output : outputs) {
+      host_out.push_back(stagingBuffer(output));
+    }
+    c10::intrusive_ptr<c10d::Work> gloo_work = call(host_in, host_out);
+    pointToPointThread().post([this, work, comm, gloo_work, outputs, host_out, host_in] {
+      try {
+        c10::StreamGuard on_comm(comm.unwrap());
+        gloo_work->wait(timeout_);
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          outputs[i].copy_(host_out[i]);
+        }
+        work->finish();
+      } catch (...) {
+        work->fail(std::current_exception());
+      }
+    });
   }
 
   MydevStream commStream(c10::DeviceIndex device) {
