@@ -1,7 +1,8 @@
 """The mydev demo: tensors on the simulated device, then the same small model
 trained on mydev and on the CPU from the same start, with the losses compared,
 then the model compiled with torch.compile and trained on mydev against the CPU,
-then one training step under torch.profiler, with the device's kernels on its own rows.
+then one training step under torch.profiler, with the device's kernels on its own rows,
+then data-parallel training on two mydev devices in two processes (DDP over mydev's "mccl" backend).
 
 Run it with `bash scripts/demo.sh` (which also sets everything up).
 """
@@ -117,6 +118,40 @@ def profile_one_step():
     return len(kernels)
 
 
+def ddp_rank(rank, world_size, init_file, steps):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.mydev.set_device(rank)
+    dist.init_process_group(init_method=f"file://{init_file}", rank=rank, world_size=world_size)
+    model = DistributedDataParallel(make_model().to(f"mydev:{rank}"), device_ids=[rank])
+    inputs, targets = make_data()
+    shard = slice(rank * len(inputs) // world_size, (rank + 1) * len(inputs) // world_size)
+    losses, _ = train(model, inputs[shard].to(f"mydev:{rank}"), targets[shard].to(f"mydev:{rank}"), steps)
+    first = next(model.parameters()).detach()
+    copies = [torch.empty_like(first) for _ in range(world_size)]
+    dist.all_gather(copies, first)
+    if rank == 0:
+        same = all(torch.equal(copies[0].cpu(), c.cpu()) for c in copies)
+        backend = dist.group.WORLD._get_backend(torch.device("mydev")).name()
+        print(f"\nDistributedDataParallel on {world_size} processes (mydev:0, mydev:1), backend "
+              f"{backend!r} for mydev tensors: loss {losses[0]:.4f} -> {losses[-1]:.4f} in {steps} steps "
+              f"on rank 0's half of the data; weights identical on every rank: {same}")
+        if not same:
+            raise SystemExit("DDP ranks diverged")
+    dist.destroy_process_group()
+
+
+def data_parallel(steps=5, world_size=2):
+    import tempfile
+
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory() as folder:
+        mp.start_processes(ddp_rank, args=(world_size, f"{folder}/init", steps), nprocs=world_size,
+                           start_method="spawn")
+
+
 if __name__ == "__main__":
     show_device()
     worst_difference, weights_match = compare_training()
@@ -126,3 +161,4 @@ if __name__ == "__main__":
         raise SystemExit("compiled mydev and eager CPU training diverged")
     if profile_one_step() == 0:
         raise SystemExit("the profiler recorded no device activity")
+    data_parallel()

@@ -110,10 +110,16 @@ def collectives(rank, world_size, init_file):
             dist.scatter(mine, scatter_list, src=0)
             assert_close(mine.cpu(), values(rank, (3,), dtype))
 
-        # PREMUL_SUM: each input scaled, then summed (as NCCL does).
+        # PREMUL_SUM: each input scaled, then summed (as NCCL does); an input that is not the output stays as it was.
         tensor = values(rank, (6,), torch.float32).to(device)
         dist.all_reduce(tensor, op=dist._make_nccl_premul_sum(0.5))
         assert_close(tensor.cpu(), 0.5 * sum(values(r, (6,), torch.float32) for r in range(world_size)))
+        source = values(rank, (2 * world_size,), torch.float32).to(device)
+        scattered = torch.empty(2, device=device)
+        dist.reduce_scatter_tensor(scattered, source, op=dist._make_nccl_premul_sum(2.0))
+        full = 2.0 * sum(values(r, (2 * world_size,), torch.float32) for r in range(world_size))
+        assert_close(scattered.cpu(), full[2 * rank:2 * rank + 2])
+        assert_close(source.cpu(), values(rank, (2 * world_size,), torch.float32))
 
         # Point to point, in a ring.
         right, left = (rank + 1) % world_size, (rank - 1) % world_size
@@ -207,6 +213,11 @@ def ddp_training(rank, world_size, init_file, result_file):
             loss = torch.nn.functional.mse_loss(ddp(inputs[shard].to(device)), targets[shard].to(device))
             loss.backward()
             optimizer.step()
+        # DDP times its iterations with mydev's timer (csrc/distributed/ReducerTimer.cpp).
+        logging_data = ddp._get_ddp_logging_data()
+        assert logging_data["avg_forward_compute_time"] > 0, logging_data
+        assert logging_data["avg_backward_compute_time"] > 0, logging_data
+        assert logging_data["avg_backward_comm_time"] > 0, logging_data
         if rank == 0:
             torch.save([p.detach().cpu() for p in model.parameters()], result_file)
     finally:
