@@ -353,3 +353,27 @@ def mismatched_collective(rank, world_size, init_file):
     with open(f"{init_file}.rank{rank}", "w") as file:
         file.write(message)
     dist.destroy_process_group()
+
+
+def split_groups(rank, world_size, init_file):
+    """With device_id=, split_group splits mccl (through gloo's split) and a 2-D DeviceMesh is built by splitting."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    torch.mydev.set_device(rank)
+    dist.init_process_group("cpu:gloo,mydev:mccl", init_method=f"file://{init_file}", rank=rank,
+                            world_size=world_size, device_id=torch.device("mydev", rank))
+    try:
+        halves = [list(range(world_size // 2)), list(range(world_size // 2, world_size))]
+        group = dist.split_group(split_ranks=halves)
+        mine = halves[0] if rank in halves[0] else halves[1]
+        tensor = torch.full((3,), float(rank), device="mydev")
+        dist.all_reduce(tensor, group=group)
+        assert_close(tensor.cpu(), torch.full((3,), float(sum(mine))))
+        assert group._get_backend(torch.device("mydev")).name() == "mccl"
+
+        mesh = init_device_mesh("mydev", (2, world_size // 2), mesh_dim_names=("dp", "tp"))
+        tensor = torch.full((2,), float(rank), device="mydev")
+        dist.all_reduce(tensor, group=mesh.get_group("tp"))
+        assert_close(tensor.cpu(), torch.full((2,), float(sum(dist.get_process_group_ranks(mesh.get_group("tp"))))))
+    finally:
+        dist.destroy_process_group()

@@ -15,6 +15,9 @@ from torch.testing._internal.common_utils import run_tests, TestCase
 import distributed_workers
 
 
+RANKS_TIMEOUT_S = 300  # a hung collective fails its test instead of hanging the suite
+
+
 def run_ranks(worker, world_size, *args, env=None):
     """Runs worker(rank, world_size, init_file, *args) in world_size spawned processes, rank r on mydev:r, with
     `env` added to their environment; returns what each rank wrote to <init_file>.rank<r>, if anything."""
@@ -23,8 +26,12 @@ def run_ranks(worker, world_size, *args, env=None):
         init_file = os.path.join(folder, "init")
         context = mp.start_processes(worker, args=(world_size, init_file, *args), nprocs=world_size,
                                      start_method="spawn", join=False)
-        while not context.join(timeout=120):
-            pass
+        deadline = time.monotonic() + RANKS_TIMEOUT_S
+        while not context.join(timeout=5):
+            if time.monotonic() > deadline:
+                for process in context.processes:
+                    process.kill()
+                raise AssertionError(f"{worker.__name__} on {world_size} ranks still running after {RANKS_TIMEOUT_S} s")
         return [open(f"{init_file}.rank{r}").read() if os.path.exists(f"{init_file}.rank{r}") else None
                 for r in range(world_size)]
 
@@ -84,6 +91,9 @@ class TestDTensor(TestCase):
 
     def test_two_dimensional_mesh_on_4_ranks(self):
         run_ranks(distributed_workers.two_dimensional_mesh, 4)
+
+    def test_split_group_and_a_mesh_split_from_device_id_on_4_ranks(self):
+        run_ranks(distributed_workers.split_groups, 4)
 
 
 class TestTorchrun(TestCase):

@@ -14,14 +14,22 @@ from torch_mydev import _C
 BACKEND_NAME = "mccl"
 
 
-def _create_backend(store, group_rank, group_size, timeout):
+def _create_backend(backend_options, pg_options):
+    """The creator torch.distributed calls for the world and every new group (``extended_api=True``)."""
     import torch.distributed as dist
 
     _C._bind_distributed_backend()
+    timeout = backend_options.timeout
     if not isinstance(timeout, datetime.timedelta):
         timeout = datetime.timedelta(seconds=float(timeout))
-    gloo = dist.ProcessGroupGloo(store, group_rank, group_size, timeout)
-    return _C.ProcessGroupMydev(gloo, group_rank, group_size, timeout)
+    gloo = dist.ProcessGroupGloo(backend_options.store, backend_options.group_rank, backend_options.group_size, timeout)
+    # Splitting maps a part's ranks to global ranks through this list. torch passes none for the world group, and
+    # gloo then assumes 0..size-1 only for the first gloo group of a process (torch's own): for this one it would
+    # read past an empty list.
+    gloo.options.global_ranks_in_group = (list(backend_options.global_ranks_in_group)
+                                          or list(range(backend_options.group_size)))
+    gloo.options.group_name = backend_options.group_id
+    return _C.ProcessGroupMydev(gloo, backend_options.group_rank, backend_options.group_size, timeout)
 
 
 def register_backend():
@@ -34,4 +42,5 @@ def register_backend():
     patch_default_process_group_backends()
     if BACKEND_NAME in Backend.backend_list:
         return
-    Backend.register_backend(BACKEND_NAME, _create_backend, devices=[torch._C._get_privateuse1_backend_name()])
+    Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True,
+                             devices=[torch._C._get_privateuse1_backend_name()])

@@ -28,6 +28,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/core/StreamGuard.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/csrc/utils/pybind.h>
@@ -206,6 +207,13 @@ std::vector<std::vector<at::Tensor>> regroup(const std::vector<at::Tensor>& flat
   return lists;
 }
 
+// mccl's options: c10d's own, made copyable from Python, since split_group
+// deep-copies the parent's options for the new group (torch 2.13 binds a
+// __deepcopy__ only for NCCL's).
+struct MydevOptions final : c10d::Backend::Options {
+  explicit MydevOptions(std::chrono::milliseconds timeout) : Options("mccl", timeout) {}
+};
+
 class ProcessGroupMydev final : public c10d::Backend {
  public:
   ProcessGroupMydev(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout)
@@ -226,6 +234,30 @@ class ProcessGroupMydev final : public c10d::Backend {
   }
 
   const std::string getBackendName() const override { return "mccl"; }
+
+  c10::intrusive_ptr<Backend::Options> getBackendOptions() override {
+    return c10::make_intrusive<MydevOptions>(timeout_);
+  }
+
+  // split_group (and a DeviceMesh built with device_id=): gloo splits its own
+  // group, and the new mccl backend drives the part; ranks outside it get none.
+  bool supportsSplitting() const override { return true; }
+
+  c10::intrusive_ptr<Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                    const c10::intrusive_ptr<Backend::Options>& opts) override {
+    // A key space of its own: the group's CPU gloo splits on the same store.
+    auto own_store = c10::make_intrusive<c10d::PrefixStore>("mccl", store);
+    // Not gloo's own options, which its split would rewrite for the part (and
+    // so for this group): gloo takes its defaults, and mccl bounds each
+    // collective with the timeout it is given.
+    const c10::intrusive_ptr<Backend::Options> options = opts ? opts : getBackendOptions();
+    c10::intrusive_ptr<Backend> gloo_part = gloo_->split(own_store, ranks, options);
+    if (!gloo_part) {
+      return nullptr;
+    }
+    const std::chrono::milliseconds timeout = options->timeout;
+    return c10::make_intrusive<ProcessGroupMydev>(gloo_part, gloo_part->getRank(), gloo_part->getSize(), timeout);
+  }
 
   // The count of collectives issued, which TORCH_DISTRIBUTED_DEBUG=DETAIL's
   // wrapper compares across ranks (with shapes, dtypes and ops) to report a
@@ -589,13 +621,19 @@ void bindDistributed(py::module_& m) {
       return;
     }
     py::module_::import("torch.distributed");
+    py::class_<MydevOptions, c10d::Backend::Options, c10::intrusive_ptr<MydevOptions>>(m, "ProcessGroupMydevOptions")
+        .def("__deepcopy__", [](const MydevOptions& options, const py::dict& /*memo*/) {
+          return c10::make_intrusive<MydevOptions>(options);
+        });
     py::class_<ProcessGroupMydev, c10d::Backend, c10::intrusive_ptr<ProcessGroupMydev>>(m, "ProcessGroupMydev")
         .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& gloo, int rank, int size,
                          std::chrono::milliseconds timeout) {
                return c10::make_intrusive<ProcessGroupMydev>(gloo, rank, size, timeout);
              }),
              py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
-             py::call_guard<py::gil_scoped_release>());
+             py::call_guard<py::gil_scoped_release>())
+        // What split_group copies for the new group, as ProcessGroupNCCL.options.
+        .def_property_readonly("options", &ProcessGroupMydev::getBackendOptions);
   });
 }
 
