@@ -113,8 +113,10 @@ class TestFailures(TestCase):
         messages = run_ranks(distributed_workers.dead_peer, 2)
         self.assertLess(time.monotonic() - start, 60)
         self.assertIsNotNone(messages[0])
-        self.assertNotEqual(messages[0], "no error")
-        self.assertRegex(messages[0], "(?i)timed out|connection|closed|peer")
+        first, second = messages[0].split("\n")
+        self.assertRegex(first, "(?i)timed out|connection|closed|peer")
+        self.assertIn("unusable after an earlier collective failed", second)
+        self.assertTrue(second.endswith("[0.0 s]"), second)
 
     def test_a_mismatched_collective_is_reported_in_debug_mode(self):
         messages = run_ranks(distributed_workers.mismatched_collective, 2, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})

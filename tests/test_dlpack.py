@@ -48,6 +48,20 @@ class TestDLPack(TestCase):
         torch.empty(6, device="mydev").fill_(7.0)  # would reuse x's block if the capsule had not kept it
         self.assertEqual(y.cpu(), expected)
 
+    def test_an_imported_tensor_can_be_used_on_another_stream(self):
+        x = torch.ones(8, device="mydev")
+        imported = torch.from_dlpack(x)
+        side = torch.mydev.Stream()
+        with torch.mydev.stream(side):
+            imported.add_(1)
+        imported.record_stream(side)  # its memory is the producer's to keep: nothing to record
+        side.synchronize()
+        self.assertEqual(x.cpu(), torch.full((8,), 2.0))
+
+    def test_subclasses_of_tensor_have_the_device_too(self):
+        parameter = torch.nn.Parameter(torch.ones(3, device="mydev:1"))
+        self.assertEqual(parameter.__dlpack_device__(), (DLDeviceType.kDLExtDev, 1))
+
     def test_the_consumer_stream_waits_for_the_producer(self):
         x = torch.ones(1000, device="mydev")
         consumer = torch.mydev.Stream()

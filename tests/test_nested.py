@@ -90,6 +90,13 @@ class TestNestedTensors(TestCase):
         self.assert_nested_equal(mydev_input.grad, cpu_input.grad, atol=1e-5, rtol=1e-4)
         self.assertEqual(mydev_norm.weight.grad.cpu(), cpu_norm.weight.grad, atol=1e-5, rtol=1e-4)
 
+    def test_layer_norm_refuses_a_ragged_dimension_as_the_cpu_does(self):
+        parts = [torch.randn(2, 4), torch.randn(2, 2)]
+        for device in ("cpu", "mydev"):
+            nested = torch.nested.nested_tensor(parts).to(device)
+            with self.assertRaisesRegex(RuntimeError, "irregular dimensions"):
+                F.layer_norm(nested, (4,), torch.ones(4, device=device), torch.zeros(4, device=device))
+
     def test_operators_without_a_nested_kernel_fail_as_on_the_cpu(self):
         cpu, mydev = on_both()
         with self.assertRaises(NotImplementedError):

@@ -155,18 +155,19 @@ def patch_dlpack_for_mydev():
         return
     if getattr(torch.Tensor.__dlpack_device__, "mydev_patch", False):
         return
+    from torch.overrides import has_torch_function_unary
     from torch.utils.dlpack import DLDeviceType
 
     original_device = torch.Tensor.__dlpack_device__
     original_dlpack = torch.Tensor.__dlpack__
 
     def __dlpack_device__(self):
-        if type(self) is torch.Tensor and self.device.type == "mydev":
+        if not has_torch_function_unary(self) and self.device.type == "mydev":
             return (DLDeviceType.kDLExtDev, self.device.index)
         return original_device(self)
 
     def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
-        if type(self) is torch.Tensor and self.device.type == "mydev" and stream != -1:
+        if not has_torch_function_unary(self) and self.device.type == "mydev" and stream != -1:
             if stream is not None and type(stream) is not int:
                 raise TypeError("stream must be ``int`` or ``none``")
             device = self.device.index

@@ -29,6 +29,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace torch_mydev {
@@ -257,9 +258,10 @@ class DeviceCache {
     return segments;
   }
 
-  std::vector<TraceEntry> trace() {
+  // The segments and the trace under one lock, so that they agree.
+  std::pair<std::vector<SegmentInfo>, std::vector<TraceEntry>> snapshot() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
-    return history_.trace();
+    return {segments(), history_.trace()};
   }
 
   void emptyCache() {
@@ -616,7 +618,9 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
   }
 
   void recordStream(const c10::DataPtr& data_ptr, c10::Stream stream) override {
-    if (data_ptr.get() == nullptr) {
+    // Memory this allocator does not own (a DLPack import, from_blob) is the
+    // owner's to keep alive, as CUDA's allocator leaves it.
+    if (data_ptr.get() == nullptr || data_ptr.get_deleter() != &deleteBlock) {
       return;
     }
     void* ptr = data_ptr.get_context();
@@ -708,10 +712,9 @@ void rawDelete(void* ptr) { g_allocator.free(ptr); }
 MemorySnapshot memorySnapshot() {
   MemorySnapshot snapshot;
   for (c10::DeviceIndex device = 0; device < deviceCount(); ++device) {
-    DeviceCache& cache = g_allocator.cache(device);
-    std::vector<SegmentInfo> segments = cache.segments();
+    auto [segments, trace] = g_allocator.cache(device).snapshot();
     std::move(segments.begin(), segments.end(), std::back_inserter(snapshot.segments));
-    snapshot.device_traces.push_back(cache.trace());
+    snapshot.device_traces.push_back(std::move(trace));
   }
   return snapshot;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <mutex>
 
 namespace torch_mydev {
@@ -57,13 +58,23 @@ void MemoryHistory::record(TraceEntry::Action action, const void* address, size_
   if (!g_trace_on.load(std::memory_order_relaxed)) {
     return;
   }
-  const MemoryHistorySettings current = settings();
-  const size_t max_entries = current.max_entries;
-  const uint64_t generation = g_clear_generation.load();
+  // The settings and the clear generation as one snapshot: history may be
+  // turned off or cleared meanwhile.
+  MemoryHistorySettings current;
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_settings_mutex);
+    current = g_settings;
+    generation = g_clear_generation.load();
+  }
   if (generation != cleared_generation_) {
     ring_.clear();
     next_ = 0;
     cleared_generation_ = generation;
+  }
+  const size_t max_entries = current.max_entries;
+  if (!current.record_trace || max_entries == 0) {
+    return;
   }
   // The trace keeps stacks of allocations only from context="alloc" on; a
   // block keeps its own from "state" on.
@@ -73,11 +84,15 @@ void MemoryHistory::record(TraceEntry::Action action, const void* address, size_
   TraceEntry entry(action, device_, reinterpret_cast<size_t>(address), size, streamTag(stream), {0, 0},
                    /*time=*/0, std::move(context));
   entry.time_.t_ = static_cast<time_t>(c10::getTime() / 1000);  // microseconds, as the viewer reads them
-  if (ring_.size() > max_entries) {
-    // A smaller max_entries than the trace was recorded with keeps the newest.
-    std::vector<TraceEntry> newest = trace();
-    ring_.assign(newest.end() - static_cast<std::ptrdiff_t>(max_entries), newest.end());
+  if (ring_.size() != max_entries && next_ != 0) {
+    // max_entries changed after the ring wrapped: unwrap it, keeping the newest.
+    std::vector<TraceEntry> oldest_first = inOrder();
+    const size_t kept = std::min(oldest_first.size(), max_entries);
+    ring_.assign(std::make_move_iterator(oldest_first.end() - static_cast<std::ptrdiff_t>(kept)),
+                 std::make_move_iterator(oldest_first.end()));
     next_ = 0;
+  } else if (ring_.size() > max_entries) {
+    ring_.erase(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(ring_.size() - max_entries));
   }
   if (ring_.size() < max_entries) {
     ring_.push_back(std::move(entry));
@@ -91,6 +106,10 @@ std::vector<TraceEntry> MemoryHistory::trace() const {
   if (g_clear_generation.load() != cleared_generation_) {
     return {};
   }
+  return inOrder();
+}
+
+std::vector<TraceEntry> MemoryHistory::inOrder() const {
   std::vector<TraceEntry> ordered;
   ordered.reserve(ring_.size());
   ordered.insert(ordered.end(), ring_.begin() + static_cast<std::ptrdiff_t>(next_), ring_.end());

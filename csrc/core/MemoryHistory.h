@@ -42,10 +42,12 @@ class MemoryHistory {
   void record(TraceEntry::Action action, const void* address, size_t size, c10::StreamId stream,
               std::shared_ptr<c10::GatheredContext> context = nullptr);
 
-  // Oldest first.
+  // Oldest first; empty once cleared.
   std::vector<TraceEntry> trace() const;
 
  private:
+  std::vector<TraceEntry> inOrder() const;
+
   const c10::DeviceIndex device_;
   std::vector<TraceEntry> ring_;
   size_t next_ = 0;  // where the next entry goes once the ring is full

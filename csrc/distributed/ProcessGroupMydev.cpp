@@ -41,6 +41,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <pthread.h>
@@ -94,14 +95,27 @@ class CollectiveWork final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
   // On the comm thread, with the comm stream current: the future records its
-  // completion event there.
+  // completion event there. The future runs its callbacks here; one that
+  // raises cannot undo the completion, so it is reported, not propagated.
   void finish() {
-    future_->markCompleted(c10::IValue(outputs_));
+    try {
+      future_->markCompleted(c10::IValue(outputs_));
+    } catch (const std::exception& error) {
+      TORCH_WARN("mccl: a callback on a collective's future raised: ", error.what());
+    }
+    Work::finish();  // ends the Work's profiler range
     notifyFinished();
   }
 
   void fail(std::exception_ptr error) {
-    future_->setError(std::move(error));
+    if (!future_->completed()) {
+      try {
+        future_->setError(error);
+      } catch (const std::exception& callback_error) {
+        TORCH_WARN("mccl: a callback on a collective's future raised: ", callback_error.what());
+      }
+    }
+    Work::finish(error);
     notifyFinished();
   }
 
@@ -134,12 +148,32 @@ class CommThread {
     thread_.join();
   }
 
-  void post(std::function<void()> task) {
+  bool runsHere() const { return std::this_thread::get_id() == thread_.get_id(); }
+
+  // Once stopping, a task is refused (the caller fails its Work): the thread
+  // runs what was queued before, then ends.
+  bool post(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) {
+        return false;
+      }
       tasks_.push_back(std::move(task));
     }
     ready_.notify_one();
+    return true;
+  }
+
+  // For a thread that cannot join itself (the last reference to its backend
+  // was dropped by one of its own tasks): it ends on its own, and this object,
+  // which it still uses, is left to it.
+  static void stopFromWithin(std::unique_ptr<CommThread> self) {
+    {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->stopping_ = true;
+    }
+    self->thread_.detach();
+    self.release();
   }
 
  private:
@@ -155,7 +189,11 @@ class CommThread {
         task = std::move(tasks_.front());
         tasks_.pop_front();
       }
-      task();
+      try {
+        task();
+      } catch (const std::exception& error) {
+        TORCH_WARN("mccl: ", error.what());
+      }
     }
   }
 
@@ -194,17 +232,46 @@ std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& list
   return flat;
 }
 
-// The host counterparts of lists of device tensors, in the same shapes.
-std::vector<std::vector<at::Tensor>> regroup(const std::vector<at::Tensor>& flat,
-                                             const std::vector<std::vector<at::Tensor>>& shape) {
+std::vector<size_t> listSizes(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<size_t> sizes;
+  for (const auto& list : lists) {
+    sizes.push_back(list.size());
+  }
+  return sizes;
+}
+
+// Flat tensors back into lists of the given sizes.
+std::vector<std::vector<at::Tensor>> regroup(const std::vector<at::Tensor>& flat, const std::vector<size_t>& sizes) {
   std::vector<std::vector<at::Tensor>> lists;
   size_t next = 0;
-  for (const auto& list : shape) {
+  for (const size_t size : sizes) {
     lists.emplace_back(flat.begin() + static_cast<std::ptrdiff_t>(next),
-                       flat.begin() + static_cast<std::ptrdiff_t>(next + list.size()));
-    next += list.size();
+                       flat.begin() + static_cast<std::ptrdiff_t>(next + size));
+    next += size;
   }
   return lists;
+}
+
+// PREMUL_SUM's factor as the kernel will read it: on the host. A device
+// factor is copied on the caller's thread (a copy from inside the comm
+// stream's own kernel would wait for that kernel).
+c10d::ReduceOp withHostFactor(const c10d::ReduceOp& op) {
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) {
+    return op;
+  }
+  const auto* factor = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
+  TORCH_CHECK(factor != nullptr, "mccl: PREMUL_SUM without a factor");
+  if (!factor->tensor_factor.defined() || factor->tensor_factor.device().is_cpu()) {
+    return op;
+  }
+  return c10d::ReduceOp(c10d::ReduceOp::PREMUL_SUM,
+                        c10::make_intrusive<c10d::PreMulSumSupplement>(factor->tensor_factor.to(c10::kCPU)));
+}
+
+template <typename Options>
+Options withHostFactor(Options options) {
+  options.reduceOp = withHostFactor(options.reduceOp);
+  return options;
 }
 
 // mccl's options: c10d's own, made copyable from Python, since split_group
@@ -221,16 +288,17 @@ class ProcessGroupMydev final : public c10d::Backend {
 
   ~ProcessGroupMydev() override { stopThreads(); }
 
-  // destroy_process_group: the queued collectives finish, then mccl's threads end.
+  // destroy_process_group: later collectives are refused, the queued ones
+  // finish (each bounded by the timeout), then mccl's threads end. Gloo of
+  // torch 2.13 has no abort of its own, so abort() does the same.
   void shutdown() override {
     stopThreads();
     gloo_->shutdown();
   }
 
-  // Aborting gloo first makes a collective stuck on a dead peer fail at once.
   void abort() override {
-    gloo_->abort();
     stopThreads();
+    gloo_->abort();
   }
 
   const std::string getBackendName() const override { return "mccl"; }
@@ -262,6 +330,7 @@ class ProcessGroupMydev final : public c10d::Backend {
   // The count of collectives issued, which TORCH_DISTRIBUTED_DEBUG=DETAIL's
   // wrapper compares across ranks (with shapes, dtypes and ops) to report a
   // mismatched collective before it reaches gloo.
+  // Sends and receives are not counted: ranks need not make the same ones.
   void setSequenceNumberForGroup() override { sequence_number_ = 0; }
   uint64_t getSequenceNumberForGroup() override { return sequence_number_; }
 
@@ -274,7 +343,7 @@ class ProcessGroupMydev final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
-    return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", tensors, [this, opts](auto& host, auto&) {
+    return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", tensors, [this, opts = withHostFactor(opts)](auto& host, auto&) {
       c10d::AllreduceOptions gloo_opts = opts;
       gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
       return gloo_->allreduce(host, gloo_opts);
@@ -283,7 +352,7 @@ class ProcessGroupMydev final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
-    return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", tensors, [this, opts](auto& host, auto&) {
+    return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", tensors, [this, opts = withHostFactor(opts)](auto& host, auto&) {
       c10d::AllreduceCoalescedOptions gloo_opts = opts;
       gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
       return gloo_->allreduce_coalesced(host, gloo_opts);
@@ -291,7 +360,7 @@ class ProcessGroupMydev final : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
-    return inPlace(OpType::REDUCE, "mccl:reduce", tensors, [this, opts](auto& host, auto&) {
+    return inPlace(OpType::REDUCE, "mccl:reduce", tensors, [this, opts = withHostFactor(opts)](auto& host, auto&) {
       c10d::ReduceOptions gloo_opts = opts;
       gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
       return gloo_->reduce(host, gloo_opts);
@@ -302,9 +371,9 @@ class ProcessGroupMydev final : public c10d::Backend {
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& opts) override {
     return collective(OpType::ALLGATHER, "mccl:all_gather", inputs, flatten(outputs),
-                      [this, opts, shape = outputs](auto& host_in, auto& host_out) {
+                      [this, opts, sizes = listSizes(outputs)](auto& host_in, auto& host_out) {
                         // The lists hold host_out's tensors: gloo fills those.
-                        auto lists = regroup(host_out, shape);
+                        auto lists = regroup(host_out, sizes);
                         return gloo_->allgather(lists, host_in, opts);
                       });
   }
@@ -329,8 +398,8 @@ class ProcessGroupMydev final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override {
     return collective(OpType::GATHER, "mccl:gather", inputs, flatten(outputs),
-                      [this, opts, shape = outputs](auto& host_in, auto& host_out) {
-                        auto lists = regroup(host_out, shape);
+                      [this, opts, sizes = listSizes(outputs)](auto& host_in, auto& host_out) {
+                        auto lists = regroup(host_out, sizes);
                         return gloo_->gather(lists, host_in, opts);
                       });
   }
@@ -339,8 +408,8 @@ class ProcessGroupMydev final : public c10d::Backend {
                                          std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override {
     return collective(OpType::SCATTER, "mccl:scatter", flatten(inputs), outputs,
-                      [this, opts, shape = inputs](auto& host_in, auto& host_out) {
-                        auto lists = regroup(host_in, shape);
+                      [this, opts, sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
+                        auto lists = regroup(host_in, sizes);
                         return gloo_->scatter(host_out, lists, opts);
                       });
   }
@@ -349,10 +418,10 @@ class ProcessGroupMydev final : public c10d::Backend {
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override {
     return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", flatten(inputs), outputs,
-                      [this, opts, shape = inputs](auto& host_in, auto& host_out) {
+                      [this, opts = withHostFactor(opts), sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
                         c10d::ReduceScatterOptions gloo_opts = opts;
                         gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
-                        auto lists = regroup(host_in, shape);
+                        auto lists = regroup(host_in, sizes);
                         return gloo_->reduce_scatter(host_out, lists, gloo_opts);
                       });
   }
@@ -360,7 +429,7 @@ class ProcessGroupMydev final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override {
     return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", {input}, {output},
-                      [this, opts](auto& host_in, auto& host_out) {
+                      [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
                         c10d::ReduceScatterOptions gloo_opts = opts;
                         gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
                         return gloo_->_reduce_scatter_base(host_out[0], host_in[0], gloo_opts);
@@ -371,7 +440,7 @@ class ProcessGroupMydev final : public c10d::Backend {
                                                                  std::vector<at::Tensor>& inputs,
                                                                  const c10d::ReduceScatterOptions& opts) override {
     return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", inputs, outputs,
-                      [this, opts](auto& host_in, auto& host_out) {
+                      [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
                         c10d::ReduceScatterOptions gloo_opts = opts;
                         gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
                         return gloo_->reduce_scatter_tensor_coalesced(host_out, host_in, gloo_opts);
@@ -412,8 +481,9 @@ class ProcessGroupMydev final : public c10d::Backend {
     auto work = c10::make_intrusive<CollectiveWork>(rank_, OpType::BARRIER, "mccl:barrier", std::vector<at::Tensor>{},
                                                     c10::Device(c10::DeviceType::PrivateUse1, currentDevice()));
     const MydevStream comm = commStream(currentDevice());
-    commThread().post([this, work, opts, comm] {
+    postToCommThread(work, [this, work, opts, comm] {
       try {
+        throwIfBroken();
         c10::StreamGuard on_comm(comm.unwrap());
         gloo_->barrier(opts)->wait(timeout_);
         work->finish();
@@ -454,7 +524,10 @@ class ProcessGroupMydev final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> collective(OpType type, const char* title, std::vector<at::Tensor> inputs,
                                             std::vector<at::Tensor> outputs, GlooCall call,
                                             bool outputs_are_inputs = false) {
-    ++sequence_number_;
+    const bool point_to_point = type == OpType::SEND || type == OpType::RECV;
+    if (!point_to_point) {
+      ++sequence_number_;
+    }
     std::vector<at::Tensor> all = inputs;
     all.insert(all.end(), outputs.begin(), outputs.end());
     const c10::Device device = deviceOfCollective(all, title);
@@ -470,10 +543,10 @@ class ProcessGroupMydev final : public c10d::Backend {
       }
     }
     auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, outputs, device);
-    const bool point_to_point = type == OpType::SEND || type == OpType::RECV;
-    commThread().post([this, work, comm, inputs_ready, title, point_to_point, inputs = std::move(inputs),
-                       outputs = std::move(outputs), call = std::move(call), outputs_are_inputs] {
+    postToCommThread(work, [this, work, comm, inputs_ready, title, point_to_point, inputs = std::move(inputs),
+                            outputs = std::move(outputs), call = std::move(call), outputs_are_inputs] {
       try {
+        throwIfBroken();
         c10::StreamGuard on_comm(comm.unwrap());
         inputs_ready->block(comm);
         if (point_to_point) {
@@ -528,7 +601,35 @@ class ProcessGroupMydev final : public c10d::Backend {
                  });
     comm.synchronize();
     if (*error) {
+      breakGroup(*error, inputs, outputs);
       std::rethrow_exception(*error);
+    }
+  }
+
+  // After a failed collective (a dead peer, a timeout) gloo may still write
+  // into its tensors, and the ranks no longer agree on what ran: as NCCL
+  // aborts its communicator, the group fails every later collective, and the
+  // failed one's tensors are kept so that their memory is never reused.
+  void breakGroup(std::exception_ptr error, const std::vector<at::Tensor>& inputs,
+                  const std::vector<at::Tensor>& outputs) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!broken_) {
+      broken_ = error;
+    }
+    kept_after_failure_.insert(kept_after_failure_.end(), inputs.begin(), inputs.end());
+    kept_after_failure_.insert(kept_after_failure_.end(), outputs.begin(), outputs.end());
+  }
+
+  void throwIfBroken() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!broken_) {
+      return;
+    }
+    try {
+      std::rethrow_exception(broken_);
+    } catch (const std::exception& error) {
+      C10_THROW_ERROR(DistBackendError,
+                      std::string("mccl: the group is unusable after an earlier collective failed: ") + error.what());
     }
   }
 
@@ -549,7 +650,7 @@ class ProcessGroupMydev final : public c10d::Backend {
       host_out.push_back(stagingBuffer(output));
     }
     c10::intrusive_ptr<c10d::Work> gloo_work = call(host_in, host_out);
-    pointToPointThread().post([this, work, comm, gloo_work, outputs, host_out, host_in] {
+    postToPointToPointThread(work, [this, work, comm, gloo_work, outputs, host_out, host_in] {
       try {
         c10::StreamGuard on_comm(comm.unwrap());
         gloo_work->wait(timeout_);
@@ -574,32 +675,68 @@ class ProcessGroupMydev final : public c10d::Backend {
     return found->second;
   }
 
-  CommThread& commThread() {
+  // Queues a task for the comm thread (started on first use); after shutdown
+  // the Work fails instead.
+  void postToCommThread(const c10::intrusive_ptr<CollectiveWork>& work, std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!comm_thread_) {
-      comm_thread_ = std::make_unique<CommThread>("mccl comm");
+    if (!closed_) {
+      if (!comm_thread_) {
+        comm_thread_ = std::make_unique<CommThread>("mccl comm");
+      }
+      if (comm_thread_->post(std::move(task))) {
+        return;
+      }
     }
-    return *comm_thread_;
+    work->fail(shutDownError());
   }
 
-  void stopThreads() {
-    std::unique_ptr<CommThread> comm;
-    std::unique_ptr<CommThread> point_to_point;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      comm = std::move(comm_thread_);
-      point_to_point = std::move(point_to_point_thread_);
-    }
-    comm.reset();  // joins after the tasks queued before
-    point_to_point.reset();
-  }
-
-  CommThread& pointToPointThread() {
+  // Called from comm-thread tasks, which may still run while stopThreads()
+  // drains the comm thread: the point-to-point thread is stopped after it.
+  void postToPointToPointThread(const c10::intrusive_ptr<CollectiveWork>& work, std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!point_to_point_thread_) {
       point_to_point_thread_ = std::make_unique<CommThread>("mccl p2p");
     }
-    return *point_to_point_thread_;
+    if (!point_to_point_thread_->post(std::move(task))) {
+      work->fail(shutDownError());
+    }
+  }
+
+  static std::exception_ptr shutDownError() {
+    try {
+      C10_THROW_ERROR(DistBackendError, "mccl: the process group was shut down or aborted");
+    } catch (...) {
+      return std::current_exception();
+    }
+  }
+
+  void stopThreads() {
+    // The queued tasks complete futures whose Python callbacks need the GIL,
+    // which the caller (destroy_process_group, a dealloc) may hold.
+    std::optional<py::gil_scoped_release> without_gil;
+    if (Py_IsInitialized() && PyGILState_Check() != 0) {
+      without_gil.emplace();
+    }
+    std::unique_ptr<CommThread> comm;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
+      comm = std::move(comm_thread_);
+    }
+    stop(std::move(comm));  // its queued tasks run first, and may post to the other thread
+    std::unique_ptr<CommThread> point_to_point;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      point_to_point = std::move(point_to_point_thread_);
+    }
+    stop(std::move(point_to_point));
+  }
+
+  static void stop(std::unique_ptr<CommThread> thread) {
+    if (thread && thread->runsHere()) {
+      CommThread::stopFromWithin(std::move(thread));
+    }
+    // Otherwise the destructor joins it.
   }
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
@@ -609,6 +746,9 @@ class ProcessGroupMydev final : public c10d::Backend {
   std::map<c10::DeviceIndex, MydevStream> comm_streams_;
   std::unique_ptr<CommThread> comm_thread_;
   std::unique_ptr<CommThread> point_to_point_thread_;
+  bool closed_ = false;
+  std::exception_ptr broken_;
+  std::vector<at::Tensor> kept_after_failure_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 // nested output.
 #include <ATen/ATen.h>
 #include <ATen/NestedTensorImpl.h>
+#include <ATen/native/nested/NestedTensorMath.h>
 #include <ATen/native/nested/NestedTensorUtils.h>
 #include <ATen/ops/_nested_from_padded_native.h>
 #include <ATen/ops/_nested_tensor_from_mask_native.h>
@@ -53,8 +54,9 @@ at::Tensor sumLastDimension(const at::Tensor& self, at::OptionalIntArrayRef opt_
               "got dimension ", dim, " instead.");
   TORCH_CHECK(keepdim, "NestedTensor always requires keepdim=True for now.");
   TORCH_CHECK(!dtype, "NestedTensor does not support dtype argument for now.");
-  // Padding with zeros adds nothing to a sum, and is cut off again.
-  const at::Tensor sums = self.to_padded_tensor(0).sum(-1, /*keepdim=*/true);
+  // Padding with zeros adds nothing to a sum, and is cut off again. The sum
+  // keeps the input's dtype, as the CPU's does.
+  const at::Tensor sums = self.to_padded_tensor(0).sum(-1, /*keepdim=*/true, self.scalar_type());
   return at::_nested_from_padded(sums, sizesWithLastDimension(self, 1));
 }
 
@@ -81,17 +83,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> transformBiasRescaleQkv(const at:
   return at::_transform_bias_rescale_qkv(qkv.to_padded_tensor(0), qkv_bias, num_heads);
 }
 
-// Layer norm over the last dimension of a contiguous nested tensor: the dense
-// kernel over its buffer, seen as rows of that dimension.
+// Layer norm of a contiguous nested tensor over its last, regular
+// dimensions: the dense kernel over its buffer seen as M rows of N, after the
+// CPU's own checks of the shapes (which keep a ragged dimension out).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layerNorm(const at::Tensor& input, c10::SymIntArrayRef normalized_shape,
                                                           const std::optional<at::Tensor>& weight,
                                                           const std::optional<at::Tensor>& bias, double eps) {
   const auto* impl = at::native::get_nested_tensor_impl(input);
   TORCH_CHECK(at::native::nested_tensor_impl_is_contiguous(impl), "NestedTensor must be contiguous for layer_norm");
-  TORCH_CHECK(normalized_shape.size() == 1, "NestedTensor layer_norm only supports normalizing the last dimension");
-  const int64_t features = normalized_shape[0].expect_int();
-  const at::Tensor rows = impl->get_buffer().view({-1, features});
-  auto [output, mean, rstd] = at::native_layer_norm(rows, {features}, weight, bias, eps);
+  const auto shape = C10_AS_INTARRAYREF_SLOW(normalized_shape);
+  const auto [rows, features] = at::native::_check_nested_layer_norm_inputs(
+      *impl, shape, weight.value_or(at::Tensor()), bias.value_or(at::Tensor()));
+  const auto flat = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
+    return t && t->defined() ? std::optional<at::Tensor>(t->reshape({-1})) : std::nullopt;
+  };
+  auto [output, mean, rstd] =
+      at::native_layer_norm(impl->get_buffer().view({rows, features}), {features}, flat(weight), flat(bias), eps);
   return {at::native::wrap_buffer(output.view({-1}), impl->get_nested_sizes().clone()), mean, rstd};
 }
 
@@ -100,14 +107,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layerNormBackward(
     const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias, std::array<bool, 3> output_mask) {
   const auto* impl = at::native::get_nested_tensor_impl(input);
-  TORCH_CHECK(normalized_shape.size() == 1, "NestedTensor layer_norm only supports normalizing the last dimension");
-  const int64_t features = normalized_shape[0].expect_int();
-  const at::Tensor rows = impl->get_buffer().view({-1, features});
-  const at::Tensor grad_rows = at::native::get_buffer(grad_out.contiguous()).view({-1, features});
-  auto [grad_input, grad_weight, grad_bias] =
-      at::native_layer_norm_backward(grad_rows, rows, {features}, mean, rstd, weight, bias, output_mask);
+  const auto shape = C10_AS_INTARRAYREF_SLOW(normalized_shape);
+  const auto [rows, features] = at::native::_check_nested_layer_norm_inputs(
+      *impl, shape, weight.value_or(at::Tensor()), bias.value_or(at::Tensor()));
+  const auto flat = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
+    return t && t->defined() ? std::optional<at::Tensor>(t->reshape({-1})) : std::nullopt;
+  };
+  const at::Tensor grad_rows = at::native::get_buffer(grad_out.contiguous()).view({rows, features});
+  auto [grad_input, grad_weight, grad_bias] = at::native_layer_norm_backward(
+      grad_rows, impl->get_buffer().view({rows, features}), {features}, mean, rstd, flat(weight), flat(bias),
+      output_mask);
   if (grad_input.defined()) {
     grad_input = at::native::wrap_buffer(grad_input.view({-1}), impl->get_nested_sizes().clone());
+  }
+  if (grad_weight.defined() && weight && weight->defined()) {
+    grad_weight = grad_weight.view(weight->sizes());
+  }
+  if (grad_bias.defined() && bias && bias->defined()) {
+    grad_bias = grad_bias.view(bias->sizes());
   }
   return {grad_input, grad_weight, grad_bias};
 }
