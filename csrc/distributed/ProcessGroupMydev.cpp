@@ -264,8 +264,11 @@ c10d::ReduceOp withHostFactor(const c10d::ReduceOp& op) {
   if (!factor->tensor_factor.defined() || factor->tensor_factor.device().is_cpu()) {
     return op;
   }
-  return c10d::ReduceOp(c10d::ReduceOp::PREMUL_SUM,
-                        c10::make_intrusive<c10d::PreMulSumSupplement>(factor->tensor_factor.to(c10::kCPU)));
+  // Copied and changed, not constructed: the two-argument constructor of
+  // torch 2.13 drops the supplement it is given.
+  c10d::ReduceOp on_host = op;
+  on_host.supplement_ = c10::make_intrusive<c10d::PreMulSumSupplement>(factor->tensor_factor.to(c10::kCPU));
+  return on_host;
 }
 
 template <typename Options>
