@@ -500,10 +500,8 @@ class ProcessGroupMydev final : public c10d::Backend {
  private:
   c10::intrusive_ptr<c10d::Work> inPlace(OpType type, const char* title, std::vector<at::Tensor>& tensors,
                                          GlooCall call) {
-    return collective(type, title, tensors, tensors, [call = std::move(call)](auto& host_in, auto& host_out) {
-      host_out = host_in;
-      return call(host_out, host_out);
-    }, /*outputs_are_inputs=*/true);
+    // The call gets the tensors as its inputs and as its outputs.
+    return collective(type, title, tensors, tensors, std::move(call), /*outputs_are_inputs=*/true);
   }
 
   // PREMUL_SUM (as NCCL has it): each rank's input scaled, then summed. An
@@ -517,7 +515,8 @@ class ProcessGroupMydev final : public c10d::Backend {
     const auto* factor = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
     TORCH_CHECK(factor != nullptr, "mccl: PREMUL_SUM without a factor");
     for (at::Tensor& input : inputs) {
-      const at::Tensor scale = factor->tensor_factor.defined() ? factor->tensor_factor.to(c10::kCPU)
+      // A tensor factor is on the host already (withHostFactor).
+      const at::Tensor scale = factor->tensor_factor.defined() ? factor->tensor_factor
                                                                : at::scalar_tensor(factor->double_factor);
       input = in_place ? input.mul_(scale) : input.mul(scale);
     }
@@ -577,8 +576,10 @@ class ProcessGroupMydev final : public c10d::Backend {
     for (const at::Tensor& input : inputs) {
       input_refs.push_back(describe(input));
     }
-    for (const at::Tensor& output : outputs) {
-      output_refs.push_back(describe(output));
+    if (!outputs_are_inputs) {
+      for (const at::Tensor& output : outputs) {
+        output_refs.push_back(describe(output));
+      }
     }
     auto error = std::make_shared<std::exception_ptr>();
     launchKernel(title, comm,
@@ -681,28 +682,27 @@ class ProcessGroupMydev final : public c10d::Backend {
   // Queues a task for the comm thread (started on first use); after shutdown
   // the Work fails instead.
   void postToCommThread(const c10::intrusive_ptr<CollectiveWork>& work, std::function<void()> task) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!closed_) {
-      if (!comm_thread_) {
-        comm_thread_ = std::make_unique<CommThread>("mccl comm");
-      }
-      if (comm_thread_->post(std::move(task))) {
-        return;
-      }
-    }
-    work->fail(shutDownError());
+    post(comm_thread_, "mccl comm", /*refuse_when_closed=*/true, work, std::move(task));
   }
 
   // Called from comm-thread tasks, which may still run while stopThreads()
   // drains the comm thread: the point-to-point thread is stopped after it.
   void postToPointToPointThread(const c10::intrusive_ptr<CollectiveWork>& work, std::function<void()> task) {
+    post(point_to_point_thread_, "mccl p2p", /*refuse_when_closed=*/false, work, std::move(task));
+  }
+
+  void post(std::unique_ptr<CommThread>& thread, const char* name, bool refuse_when_closed,
+            const c10::intrusive_ptr<CollectiveWork>& work, std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!point_to_point_thread_) {
-      point_to_point_thread_ = std::make_unique<CommThread>("mccl p2p");
+    if (!(refuse_when_closed && closed_)) {
+      if (!thread) {
+        thread = std::make_unique<CommThread>(name);
+      }
+      if (thread->post(std::move(task))) {
+        return;
+      }
     }
-    if (!point_to_point_thread_->post(std::move(task))) {
-      work->fail(shutDownError());
-    }
+    work->fail(shutDownError());
   }
 
   static std::exception_ptr shutDownError() {
