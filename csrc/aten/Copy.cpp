@@ -40,15 +40,7 @@ void copyKernel(const at::Tensor& dst, const at::Tensor& src, const MydevStream&
   signature.add(dst);
   signature.add(src);
   const auto probe = [&] {
-    return probeRuns([&] {
-      const std::optional<at::Tensor> dst_stand_in = probeInput(dst, c10::DeviceType::CPU);
-      const std::optional<at::Tensor> src_stand_in = probeInput(src, c10::DeviceType::CPU);
-      if (!dst_stand_in || !src_stand_in) {
-        return false;
-      }
-      at::Tensor(*dst_stand_in).copy_(*src_stand_in);
-      return true;
-    });
+    return inPlaceRunsForDtypes(dst, src, [](at::Tensor self, const at::Tensor& other) { self.copy_(other); });
   };
   launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
     launchKernel(

@@ -40,6 +40,11 @@ at::Tensor probeOutput(const at::Tensor& tensor, c10::DeviceType device);
 template <typename Code>
 bool probeRuns(Code&& code);
 
+// Whether `op(self, other)`, an in-place operator of self with other (fill_,
+// copy_), runs on CPU stand-ins of the two. False when it could not tell.
+template <typename Op>
+bool inPlaceRunsForDtypes(const at::Tensor& self, const at::Tensor& other, Op op);
+
 // Whether ATen's CPU kernel of `op` runs for the dtypes of `args`: a Meta pass
 // over stand-ins bounds the outputs' size, then the CPU kernel runs over
 // zero-filled ones. False when it could not tell.
@@ -64,6 +69,19 @@ bool probeRuns(Code&& code) {
   } catch (const std::exception&) {
     return false;
   }
+}
+
+template <typename Op>
+bool inPlaceRunsForDtypes(const at::Tensor& self, const at::Tensor& other, Op op) {
+  return probeRuns([&] {
+    const std::optional<at::Tensor> self_stand_in = probeInput(self, c10::DeviceType::CPU);
+    const std::optional<at::Tensor> other_stand_in = probeInput(other, c10::DeviceType::CPU);
+    if (!self_stand_in || !other_stand_in) {
+      return false;
+    }
+    op(at::Tensor(*self_stand_in), *other_stand_in);
+    return true;
+  });
 }
 
 }  // namespace torch_mydev

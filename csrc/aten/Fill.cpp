@@ -24,15 +24,7 @@ void launchFill(const at::Tensor& self, const at::Tensor& value, Body body) {
   signature.add(self);
   signature.add(value);
   const auto probe = [&] {
-    return probeRuns([&] {
-      const std::optional<at::Tensor> self_stand_in = probeInput(self, c10::DeviceType::CPU);
-      const std::optional<at::Tensor> value_stand_in = probeInput(value, c10::DeviceType::CPU);
-      if (!self_stand_in || !value_stand_in) {
-        return false;
-      }
-      at::Tensor(*self_stand_in).fill_(*value_stand_in);
-      return true;
-    });
+    return inPlaceRunsForDtypes(self, value, [](at::Tensor stand_in, const at::Tensor& fill) { stand_in.fill_(fill); });
   };
   launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
     launchKernel(kFill, getCurrentMydevStream(self.device().index()), std::move(body), watch);
