@@ -138,33 +138,33 @@ class ProfilerSession final : public libkineto::IActivityProfilerSession {
       const auto correlation = static_cast<int32_t>(record.correlation_id);
       const libkineto::ITraceActivity* op = correlation != 0 ? linked_activity(correlation) : nullptr;
       const uint32_t flow = next_flow_++;
+      // Both ends of the launch: the op's correlation, and the flow from the host's end to the device's.
+      const auto linkToOp = [&](libkineto::GenericTraceActivity& activity, bool flow_start) {
+        activity.id = correlation;
+        activity.flow.id = flow;
+        activity.flow.type = libkineto::kLinkAsyncCpuGpu;
+        activity.flow.start = flow_start ? 1 : 0;
+        activity.linked = op;
+      };
 
       buffer_->emplace_activity(buffer_->span, ActivityType::PRIVATEUSE1_RUNTIME, launchName(record.kind));
       libkineto::GenericTraceActivity& launch = *buffer_->activities.back();
       launch.startTime = record.launch_ns;
       launch.endTime = record.launch_ns;
-      launch.id = correlation;
       launch.device = libkineto::processId();
       launch.resource = static_cast<int32_t>(record.launch_thread);
       launch.threadId = launch.resource;
-      launch.flow.id = flow;
-      launch.flow.type = libkineto::kLinkAsyncCpuGpu;
-      launch.flow.start = 1;
-      launch.linked = op;
+      linkToOp(launch, /*flow_start=*/true);
       launch.log(logger);
 
       buffer_->emplace_activity(buffer_->span, kinetoType(record.kind), deviceRowName(record, activity.name));
       libkineto::GenericTraceActivity& work = *buffer_->activities.back();
       work.startTime = record.start_ns;
       work.endTime = record.end_ns;
-      work.id = correlation;
       work.device = record.device;
       work.resource = static_cast<int32_t>(record.stream);
       work.threadId = work.resource;
-      work.flow.id = flow;
-      work.flow.type = libkineto::kLinkAsyncCpuGpu;
-      work.flow.start = 0;
-      work.linked = op;
+      linkToOp(work, /*flow_start=*/false);
       work.addMetadata("device", record.device);
       work.addMetadata("stream", record.stream);
       work.addMetadata("correlation", correlation);
