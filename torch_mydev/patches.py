@@ -38,6 +38,17 @@ def _skip_patch(name, package, version, written_for):
     )
 
 
+def _replacing(original, replacement):
+    """Marks ``replacement`` as torch_mydev's patch of ``original`` (which tests call to check it is still needed)."""
+    replacement.mydev_patch = True
+    replacement.original = original
+    return replacement
+
+
+def _is_patched(function):
+    return getattr(function, "mydev_patch", False)
+
+
 class _RunAfterImport(importlib.abc.MetaPathFinder):
     """Runs callbacks once a module has been imported (executed), without changing how it is found or loaded."""
 
@@ -106,7 +117,7 @@ def patch_inductor_for_mydev():
 
     from torch_mydev.inductor import config as mydev_config
 
-    if getattr(scheduler.BaseSchedulerNode.is_cpu, "mydev_patch", False):
+    if _is_patched(scheduler.BaseSchedulerNode.is_cpu):
         return
 
     def is_cpu(node):
@@ -115,9 +126,7 @@ def patch_inductor_for_mydev():
             return False
         return device.type == "cpu" or (device.type == "mydev" and mydev_config.codegen == "cpp")
 
-    is_cpu.mydev_patch = True
-    is_cpu.original = scheduler.BaseSchedulerNode.is_cpu
-    scheduler.BaseSchedulerNode.is_cpu = is_cpu
+    scheduler.BaseSchedulerNode.is_cpu = _replacing(scheduler.BaseSchedulerNode.is_cpu, is_cpu)
 
     original_backend = inductor_utils.get_current_backend
 
@@ -130,8 +139,7 @@ def patch_inductor_for_mydev():
             return mydev_config.codegen
         return original_backend(device_type)
 
-    get_current_backend.mydev_patch = True
-    get_current_backend.original = original_backend
+    _replacing(original_backend, get_current_backend)
     for module in (inductor_utils, codegen_common, scheduler, mm_common):
         module.get_current_backend = get_current_backend
 
@@ -153,7 +161,7 @@ def patch_dlpack_for_mydev():
     if not patches_apply():
         _skip_patch("Tensor.__dlpack_device__", "torch", torch.__version__, PATCHED_TORCH)
         return
-    if getattr(torch.Tensor.__dlpack_device__, "mydev_patch", False):
+    if _is_patched(torch.Tensor.__dlpack_device__):
         return
     from torch.overrides import has_torch_function_unary
     from torch.utils.dlpack import DLDeviceType
@@ -179,12 +187,10 @@ def patch_dlpack_for_mydev():
             stream = -1
         return original_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
-    for patched, original in ((__dlpack_device__, original_device), (__dlpack__, original_dlpack)):
-        patched.mydev_patch = True
-        patched.original = original
-        patched.__doc__ = original.__doc__
-    torch.Tensor.__dlpack_device__ = __dlpack_device__
-    torch.Tensor.__dlpack__ = __dlpack__
+    __dlpack_device__.__doc__ = original_device.__doc__
+    __dlpack__.__doc__ = original_dlpack.__doc__
+    torch.Tensor.__dlpack_device__ = _replacing(original_device, __dlpack_device__)
+    torch.Tensor.__dlpack__ = _replacing(original_dlpack, __dlpack__)
 
 
 def patch_default_process_group_backends():
@@ -199,7 +205,7 @@ def patch_default_process_group_backends():
     if not patches_apply():
         _skip_patch("BackendConfig", "torch", torch.__version__, PATCHED_TORCH)
         return
-    if getattr(distributed_c10d.BackendConfig.__init__, "mydev_patch", False):
+    if _is_patched(distributed_c10d.BackendConfig.__init__):
         return
     original = distributed_c10d.BackendConfig.__init__
 
@@ -209,9 +215,7 @@ def patch_default_process_group_backends():
         if str(backend) == distributed_c10d.Backend.UNDEFINED and "mydev" in backends and "cpu" not in backends:
             backends["cpu"] = distributed_c10d.Backend(distributed_c10d.Backend.GLOO)
 
-    __init__.mydev_patch = True
-    __init__.original = original
-    distributed_c10d.BackendConfig.__init__ = __init__
+    distributed_c10d.BackendConfig.__init__ = _replacing(original, __init__)
 
 
 def register_triton_backend(name, compiler, driver):
@@ -258,9 +262,7 @@ def jit_functions_interpreted():
             interpreted = _interpreted_functions[function.fn] = InterpretedFunction(function.fn)
         return interpreted(*args, **kwargs)
 
-    interpreted_call.mydev_patch = True
-    interpreted_call.original = compiled_call
-    JITFunction.__call__ = interpreted_call
+    JITFunction.__call__ = _replacing(compiled_call, interpreted_call)
     try:
         yield
     finally:
