@@ -206,6 +206,20 @@ def default_backends(rank, world_size, init_file):
         dist.destroy_process_group()
 
 
+def train_on_my_shard(model, optimizer, rank, world_size, device):
+    """Four SGD steps on this rank's 8 rows of each batch of 8 * world_size (the data test_distributed's
+    single-process reference trains on whole)."""
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(4):
+        inputs = torch.randn(8 * world_size, 16, generator=generator)
+        targets = torch.randn(8 * world_size, 4, generator=generator)
+        shard = slice(8 * rank, 8 * rank + 8)
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(inputs[shard].to(device)), targets[shard].to(device))
+        loss.backward()
+        optimizer.step()
+
+
 def ddp_training(rank, world_size, init_file, result_file):
     """DDP over mccl: the model after a few steps equals single-process training on the whole batch."""
     from torch.nn.parallel import DistributedDataParallel
@@ -216,15 +230,7 @@ def ddp_training(rank, world_size, init_file, result_file):
         model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).to(device)
         ddp = DistributedDataParallel(model, device_ids=[rank])
         optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
-        generator = torch.Generator().manual_seed(1)
-        for _ in range(4):
-            inputs = torch.randn(8 * world_size, 16, generator=generator)
-            targets = torch.randn(8 * world_size, 4, generator=generator)
-            shard = slice(8 * rank, 8 * rank + 8)
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(ddp(inputs[shard].to(device)), targets[shard].to(device))
-            loss.backward()
-            optimizer.step()
+        train_on_my_shard(ddp, optimizer, rank, world_size, device)
         # DDP times its iterations with mydev's timer (csrc/distributed/ReducerTimer.cpp).
         logging_data = ddp._get_ddp_logging_data()
         assert logging_data["avg_forward_compute_time"] > 0, logging_data
@@ -269,15 +275,7 @@ def fsdp2_training(rank, world_size, init_file, result_file):
             fully_shard(layer)
         fully_shard(model)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        generator = torch.Generator().manual_seed(1)
-        for _ in range(4):
-            inputs = torch.randn(8 * world_size, 16, generator=generator)
-            targets = torch.randn(8 * world_size, 4, generator=generator)
-            shard = slice(8 * rank, 8 * rank + 8)
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(inputs[shard].to(device)), targets[shard].to(device))
-            loss.backward()
-            optimizer.step()
+        train_on_my_shard(model, optimizer, rank, world_size, device)
         full = [p.full_tensor().detach().cpu() for p in model.parameters()]
         if rank == 0:
             torch.save(full, result_file)
