@@ -147,6 +147,14 @@ class TestMemoryHistory(TestCase):
             torch.mydev.memory._record_memory_history("all", context="everything")
         with self.assertRaisesRegex(ValueError, "expected stacks"):
             torch.mydev.memory._record_memory_history("all", stacks="rust")
+        with self.assertRaisesRegex(RuntimeError, "Invalid device index 9 for mydev"):
+            torch.mydev.memory._record_memory_history("all", device="mydev:9")
+        with self.assertRaisesRegex(RuntimeError, "Invalid device index 7 for mydev"):
+            torch.mydev.memory._snapshot(device=7)
+        with self.assertRaisesRegex(ValueError, "Expected a mydev device"):
+            torch.mydev.memory._snapshot(device="cpu")
+        with self.assertRaises(FileNotFoundError):
+            torch.mydev.memory._dump_snapshot("/no/such/folder/snapshot.pickle")
 
 
 class TestMemoryViewerReadsSnapshots(TestCase):

@@ -203,6 +203,13 @@ def memory_summary(device=None, abbreviated=False):
     return "\n".join(lines) + "\n"
 
 
+def _check_device(device):
+    """A device these calls accept but do not need must still be a mydev device that exists."""
+    _lazy_init()
+    if device is not None:
+        _C._get_device_properties(_index(device))
+
+
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None,
                            clear_history=False):
     """Records what the allocator does, and the stacks behind it, for _snapshot(), as
@@ -216,7 +223,7 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
     device (device is accepted for torch.cuda's signature)."""
     if isinstance(enabled, bool):
         enabled = "all" if enabled else None
-    _lazy_init()
+    _check_device(device)
     _C._record_memory_history(enabled, context, stacks, max_entries, clear_history)
 
 
@@ -224,7 +231,7 @@ def _snapshot(device=None):
     """The allocator's state and history: {"segments", "device_traces", "allocator_settings"}, in
     the format torch.cuda.memory._snapshot documents, which torch.cuda._memory_viz and
     pytorch.org/memory_viz read. Covers every device (device is accepted for torch.cuda's signature)."""
-    _lazy_init()
+    _check_device(device)
     return _C._memory_snapshot()
 
 
