@@ -108,7 +108,8 @@ mydevError_t mydevEventSynchronize(mydevEvent_t event) {
   if (mydevError_t error = check_event(api, event)) return error;
   const auto capture = latest_capture(event);
   if (capture == nullptr) return mydevSuccess;
-  capture->stream->wait(capture->seq);
+  // As CUDA's: a blocking-sync event's waiter sleeps at once, where others poll briefly first.
+  capture->stream->wait(capture->seq, /*spin=*/(event->flags & mydevEventBlockingSync) == 0);
   return take_stream_error(*capture->stream, capture->seq);
 }
 

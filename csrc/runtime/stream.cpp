@@ -27,6 +27,9 @@ bool spin_until(Predicate done) {
   return done();
 }
 
+// A task that ran this long is followed by a sleep, not a spin (run()).
+constexpr std::chrono::microseconds kLongTask{10 * kSpinTime};
+
 // Finished tasks a submitting thread leaves unreleased before it releases
 // them: it then reads the worker's completion counter once per batch rather
 // than once per launch.
@@ -158,8 +161,8 @@ void mydevStream::release_retired() {
   release_until_locked(completed_.load(std::memory_order_acquire));
 }
 
-void mydevStream::wait_for_completion(uint64_t seq) {
-  if (spin_until([&] { return is_complete(seq); })) return;
+void mydevStream::wait_for_completion(uint64_t seq, bool spin) {
+  if (spin ? spin_until([&] { return is_complete(seq); }) : is_complete(seq)) return;
   // seq_cst on both sides (waiters_ here, completed_ in run()) guarantees that
   // either the worker sees a waiter and notifies, or we see the completion.
   waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -170,8 +173,8 @@ void mydevStream::wait_for_completion(uint64_t seq) {
   waiters_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-void mydevStream::wait(uint64_t seq) {
-  wait_for_completion(seq);
+void mydevStream::wait(uint64_t seq, bool spin) {
+  wait_for_completion(seq, spin);
   release_retired();
 }
 
@@ -187,12 +190,12 @@ void mydevStream::stop() {
   magic.store(0);
 }
 
-bool mydevStream::wait_for_task(uint64_t seq) {
+bool mydevStream::wait_for_task(uint64_t seq, bool spin) {
   const Slot& slot = slots_[seq % kCapacity];
   const auto has_work = [&] {
     return slot.published.load(std::memory_order_seq_cst) == seq || stopping_.load(std::memory_order_seq_cst);
   };
-  if (!spin_until(has_work)) {
+  if (!(spin ? spin_until(has_work) : has_work())) {
     std::unique_lock<std::mutex> lock(sleep_mutex_);
     worker_asleep_.store(true, std::memory_order_seq_cst);
     work_cv_.wait(lock, has_work);
@@ -208,9 +211,15 @@ void mydevStream::run() {
   char name[16];
   std::snprintf(name, sizeof(name), "mydev%d s%llu", device, static_cast<unsigned long long>(id));
   pthread_setname_np(pthread_self(), name);
-  for (uint64_t seq = 1; wait_for_task(seq); ++seq) {
+  bool spin = true;
+  for (uint64_t seq = 1; wait_for_task(seq, spin); ++seq) {
     const uint64_t index = seq % kCapacity;
+    const auto start = std::chrono::steady_clock::now();
     execute(slots_[index].task, names_[index].text, seq);
+    // After a long task (a collective waiting on its peers, a large kernel)
+    // the next launch is rarely a spin away: polling for it would take a core
+    // from other threads (another rank's, on a shared host) for nothing.
+    spin = std::chrono::steady_clock::now() - start < kLongTask;
     completed_.store(seq, std::memory_order_seq_cst);
     if (waiters_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(done_mutex_);

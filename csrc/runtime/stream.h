@@ -117,12 +117,14 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
   bool is_complete(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
   // Blocks until task `seq` (and so every earlier one) has run, then
-  // releases what has finished.
-  void wait(uint64_t seq);
+  // releases what has finished. `spin`: poll briefly before sleeping (a
+  // short task then costs no futex round trip); without it the thread sleeps
+  // at once, leaving the core to the threads the task itself waits on.
+  void wait(uint64_t seq, bool spin = true);
   // Blocks until task `seq` has run, releasing nothing: what a worker waiting
   // for another stream calls, since releasing takes the host side's lock,
   // which a host thread blocked on a full ring may hold.
-  void wait_for_completion(uint64_t seq);
+  void wait_for_completion(uint64_t seq, bool spin = true);
   // Releases every task the worker has finished, on this thread: memory a
   // host thread allocated for a task is freed by a host thread, never by the
   // worker, so that the two threads do not contend for the allocator's locks.
@@ -193,8 +195,9 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // instead of stalling the next launch (submit_mutex_ held).
   void prefetch_next_launch_locked(uint64_t next_seq);
   static constexpr uint64_t kPrefetchArgsLines = 10;
-  // Waits until task `seq` is queued; false once the stream stops with none.
-  bool wait_for_task(uint64_t seq);
+  // Waits until task `seq` is queued (polling first if `spin`); false once
+  // the stream stops with none.
+  bool wait_for_task(uint64_t seq, bool spin);
   void execute(const mydev::Task& task, const char* name, uint64_t seq);
   // Releases the tasks up to `seq`, which have completed (submit_mutex_ held).
   void release_until_locked(uint64_t seq);

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -881,6 +882,75 @@ TEST(bursts_after_the_worker_fell_asleep_all_run) {
   watchdog.join();
   CHECK_EQ(ran.load(), launched);
   CHECK_OK(mydevStreamDestroy(stream));
+}
+
+TEST(launches_after_a_long_kernel_all_run) {
+  // After a long kernel the worker goes to sleep without spinning first: a
+  // launch that lands just as it does must still wake it (a lost wake-up
+  // hangs a round, which the watchdog turns into a failure).
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  std::atomic<int> ran{0};
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (!finished && Clock::now() < deadline) sleep_ms(10);
+    if (!finished) {
+      std::fprintf(stderr, "launches_after_a_long_kernel_all_run: hung after %d kernels\n", ran.load());
+      std::_Exit(3);
+    }
+  });
+  std::mt19937 random(5);
+  int launched = 0;
+  for (int round = 0; round < 300; ++round) {
+    const auto long_kernel = std::chrono::microseconds(350 + random() % 200);
+    CHECK_OK(launch("long", [&ran, long_kernel] {
+      const auto until = Clock::now() + long_kernel;
+      while (Clock::now() < until) {
+      }
+      ++ran;
+    }, stream));
+    const auto until = Clock::now() + long_kernel + std::chrono::microseconds(random() % 60);
+    while (Clock::now() < until) {
+    }
+    CHECK_OK(launch("count", [&ran] { ++ran; }, stream));
+    launched += 2;
+    if (round % 5 == 0) CHECK_OK(mydevStreamSynchronize(stream));
+  }
+  CHECK_OK(mydevStreamSynchronize(stream));
+  finished = true;
+  watchdog.join();
+  CHECK_EQ(ran.load(), launched);
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
+TEST(blocking_sync_event_waiter_sleeps) {
+  // A blocking-sync event's waiter sleeps at once instead of polling: its
+  // thread uses next to no CPU time while a kernel runs for 200 ms.
+  mydevEvent_t event = nullptr;
+  CHECK_OK(mydevEventCreateWithFlags(&event, mydevEventBlockingSync | mydevEventDisableTiming));
+  Gate gate;
+  CHECK_OK(launch("gate", [&] { gate.wait(); }));
+  CHECK_OK(mydevEventRecord(event, nullptr));
+  std::atomic<bool> returned{false};
+  double waiter_cpu_ms = 0;
+  std::thread waiter([&] {
+    timespec start{}, end{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+    CHECK_OK(mydevEventSynchronize(event));
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end);
+    waiter_cpu_ms = (end.tv_sec - start.tv_sec) * 1e3 + (end.tv_nsec - start.tv_nsec) / 1e6;
+    returned = true;
+  });
+  sleep_ms(200);
+  CHECK(!returned);
+  gate.open = true;
+  waiter.join();
+  CHECK(returned);
+  CHECK(waiter_cpu_ms < 20.0);
+  CHECK_OK(mydevEventQuery(event));
+  CHECK_OK(mydevEventDestroy(event));
+  CHECK(!gate.timed_out);
 }
 
 TEST(stream_properties_and_destroy) {

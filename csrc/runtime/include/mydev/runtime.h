@@ -184,7 +184,7 @@ int mydevInKernel(void);
 // ---- events ----------------------------------------------------------------
 enum {
   mydevEventDefault = 0x0,          // timing enabled
-  mydevEventBlockingSync = 0x1,     // accepted; synchronization always blocks
+  mydevEventBlockingSync = 0x1,     // mydevEventSynchronize sleeps at once instead of polling first
   mydevEventDisableTiming = 0x2,
 };
 mydevError_t mydevEventCreateWithFlags(mydevEvent_t* event, unsigned int flags);
