@@ -1,5 +1,5 @@
 """mccl against gloo on the CPU, in the same processes: all_reduce of 1 KB to 64 MB on mydev tensors (mccl, which
-stages through host memory and drives gloo) and on CPU tensors (gloo itself), as algorithm bandwidth (bytes / time);
+runs gloo as kernels over device memory) and on CPU tensors (gloo itself), as algorithm bandwidth (bytes / time);
 target: mccl at least 0.9x gloo's bandwidth. Then a DDP training step on 2 ranks against the same step on 1 rank.
 
     .venv/bin/python benchmarks/distributed_vs_gloo.py [--ranks 2] [--repeat 9]
@@ -15,6 +15,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 TARGET = 0.9
+SAMPLING_SECONDS = 0.5
 SIZES = [1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 
 
@@ -25,6 +26,28 @@ def timed(function, repeat):
         function()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def interleaved(first, second, repeat):
+    """Medians of both, timed in turns, so that a slow phase of the machine falls on both."""
+    samples = ([], [])
+    for _ in range(repeat):
+        for function, times in zip((first, second), samples):
+            start = time.perf_counter()
+            function()
+            times.append(time.perf_counter() - start)
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
+def sample_count(on_cpu, repeat):
+    """Samples enough to last about SAMPLING_SECONDS per device (at least `repeat`, at most 40x that): a collective of
+    1 KB to 1 MB takes ~1 ms, and the scheduler's stalls on a 2-core host last several ms. Every rank takes the largest
+    count, or the collectives would not pair up."""
+    start = time.perf_counter()
+    on_cpu()
+    count = torch.tensor([min(40 * repeat, max(repeat, int(SAMPLING_SECONDS / (time.perf_counter() - start))))])
+    dist.all_reduce(count, op=dist.ReduceOp.MAX)
+    return int(count)
 
 
 def all_reduce_rank(rank, world_size, init_file, repeat, results):
@@ -44,7 +67,7 @@ def all_reduce_rank(rank, world_size, init_file, repeat, results):
 
         for function in (on_cpu, on_device):
             function()
-        rows.append((size, timed(on_cpu, repeat), timed(on_device, repeat)))
+        rows.append((size, *interleaved(on_cpu, on_device, sample_count(on_cpu, repeat))))
     if rank == 0:
         results.put(rows)
     dist.destroy_process_group()
@@ -77,11 +100,21 @@ def ddp_step_rank(rank, world_size, init_file, repeat, results):
 
 def run(worker, world_size, repeat):
     os.environ["MYDEV_DEVICE_COUNT"] = str(max(2, world_size))
+    # Each rank gets its share of the cores, as torchrun gives it (OMP_NUM_THREADS): two ranks each running kernels
+    # on every core made the 2-rank DDP step 7.7x the 1-rank one, against 2.3x with a share each.
+    threads = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // world_size))
     context = mp.get_context("spawn")
     results = context.SimpleQueue()
-    with tempfile.TemporaryDirectory() as folder:
-        mp.start_processes(worker, args=(world_size, os.path.join(folder, "init"), repeat, results), nprocs=world_size,
-                           start_method="spawn")
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            mp.start_processes(worker, args=(world_size, os.path.join(folder, "init"), repeat, results),
+                               nprocs=world_size, start_method="spawn")
+    finally:
+        if threads is None:
+            del os.environ["OMP_NUM_THREADS"]
+        else:
+            os.environ["OMP_NUM_THREADS"] = threads
     return results.get()
 
 
@@ -91,7 +124,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
 
-    print(f"all_reduce on {args.ranks} ranks (median of {args.repeat}):")
+    print(f"all_reduce on {args.ranks} ranks (median of {args.repeat} to {40 * args.repeat} samples, as many as last "
+          f"~{SAMPLING_SECONDS} s per size and device; gloo and mccl timed in turns):")
     print(f"{'size':>8} {'gloo (CPU)':>12} {'mccl (mydev)':>14} {'mccl/gloo bandwidth':>20}")
     worst = None
     for size, cpu, device in run(all_reduce_rank, args.ranks, args.repeat):

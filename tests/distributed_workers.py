@@ -3,6 +3,7 @@
 rank's traceback."""
 import datetime
 import os
+import threading
 import time
 
 import torch
@@ -134,6 +135,48 @@ def collectives(rank, world_size, init_file):
             request.wait()
         assert_close(incoming.cpu(), torch.full((8,), float(left)))
 
+        # A receive is ordered before the collectives issued after it, as on NCCL's one stream: the all_reduce reads
+        # what arrived, though nobody waited for the receive.
+        if rank == 0:
+            dist.send(torch.full((16,), 5.0, device=device), 1)
+            reduced = torch.ones(16, device=device)
+        elif rank == 1:
+            reduced = torch.zeros(16, device=device)
+            dist.irecv(reduced, 0)
+        else:
+            reduced = torch.zeros(16, device=device)
+        dist.all_reduce(reduced)
+        assert_close(reduced.cpu(), torch.full((16,), 6.0))
+
+        # A send is not held behind the collectives issued after it (its peer may wait for it before joining them).
+        joined = torch.ones(2, device=device)
+        if rank == 0:
+            request = dist.isend(torch.full((4,), 7.0, device=device), 1)
+            dist.all_reduce(joined)
+            request.wait()
+        else:
+            if rank == 1:
+                arrived = torch.empty(4, device=device)
+                dist.recv(arrived, 0)
+                assert_close(arrived.cpu(), torch.full((4,), 7.0))
+            dist.all_reduce(joined)
+        assert_close(joined.cpu(), torch.full((2,), float(world_size)))
+        # With device_ids, barrier goes to mccl (without, a "cpu:gloo,mydev:mccl" group's goes to gloo).
+        dist.barrier(device_ids=[device.index])
+
+        # Strided tensors, which gloo cannot take, go through contiguous host copies inside the kernel.
+        base = torch.arange(24, dtype=torch.float32, device=device).reshape(4, 6) + rank
+        strided = base.t()
+        dist.all_reduce(strided)
+        expected = sum(torch.arange(24, dtype=torch.float32).reshape(4, 6) + r for r in range(world_size))
+        assert_close(base.cpu(), expected)
+        column = torch.zeros(4, 3, device=device)[:, 1]
+        if rank == 0:
+            dist.send(torch.arange(4, dtype=torch.float32, device=device).reshape(2, 2).t(), 1)
+        elif rank == 1:
+            dist.recv(column, 0)
+            assert_close(column.cpu(), torch.tensor([0.0, 2.0, 1.0, 3.0]))
+
         # Object collectives and CPU tensors go to gloo.
         objects = [None] * world_size
         dist.all_gather_object(objects, {"rank": rank})
@@ -158,16 +201,46 @@ def stream_semantics(rank, world_size, init_file):
             side.synchronize()
             assert_close(result.cpu(), torch.tensor([2.0 * sum(range(1, world_size + 1))]))
 
-        # getFuture does not block, and its value is the output list.
+        # getFuture does not block, and its value is the output list. Taken before the collective ends, its
+        # callbacks run on mccl's comm thread (never on a stream worker); taken after, at once on the caller's.
         tensor = torch.ones(4, device=device)
-        future = dist.all_reduce(tensor, async_op=True).get_future()
-        done = future.then(lambda f: f.value()[0] * 3)
+        if rank != 0:
+            time.sleep(0.5)  # so that rank 0's collective cannot end before rank 0 takes its future
+        work = dist.all_reduce(tensor, async_op=True)
+        callback_threads = []
+
+        def times_three(future):
+            callback_threads.append(current_thread_name())
+            return future.value()[0] * 3
+
+        done = work.get_future().then(times_three)
         assert_close(done.wait().cpu(), torch.full((4,), 3.0 * world_size))
+        if rank == 0:
+            assert callback_threads == ["mccl comm"], callback_threads
+        assert work.is_completed() and work.is_success()
+        late = dist.all_reduce(torch.ones(4, device=device), async_op=True)
+        late.wait()
+        late_done = late.get_future().then(times_three)
+        assert late_done.done()
+        # wait(), not value(): it orders this stream after the callback's kernel, which ran on a stream of its own.
+        assert_close(late_done.wait().cpu(), torch.full((4,), 3.0 * world_size))
+        assert callback_threads[-1] == current_thread_name(), callback_threads
+
+        # A Work nobody keeps or waits for: the comm stream still orders the caller's synchronize after it.
+        dropped = torch.full((1024,), float(rank + 1), device=device)
+        dist.all_reduce(dropped, async_op=True)
+        torch.mydev.synchronize()
+        assert_close(dropped.cpu(), torch.full((1024,), float(sum(range(1, world_size + 1)))))
         dist.barrier()
         assert "mccl comm" in thread_names()
     finally:
         dist.destroy_process_group()
     assert not any(name.startswith("mccl") for name in thread_names()), thread_names()
+
+
+def current_thread_name():
+    with open(f"/proc/self/task/{threading.get_native_id()}/comm") as file:
+        return file.read().strip()
 
 
 def thread_names():

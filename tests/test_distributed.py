@@ -23,6 +23,9 @@ def run_ranks(worker, world_size, *args, env=None):
     `env` added to their environment; returns what each rank wrote to <init_file>.rank<r>, if anything."""
     with tempfile.TemporaryDirectory() as folder, mock.patch.dict(os.environ, env or {}):
         os.environ["MYDEV_DEVICE_COUNT"] = str(max(2, world_size))
+        # As torchrun does: ranks sharing the host's cores, each with as many threads as all of them, slow every
+        # rank down several times over.
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world_size)))
         init_file = os.path.join(folder, "init")
         context = mp.start_processes(worker, args=(world_size, init_file, *args), nprocs=world_size,
                                      start_method="spawn", join=False)

@@ -5,18 +5,20 @@
 // headers): the Python creator builds a private ProcessGroupGloo on the store
 // it is given, and this backend drives it through the c10d::Backend interface.
 //
-//   caller's thread: record an event on the current stream (the inputs'
-//     producers), mark every tensor as used on the comm stream (the caching
-//     allocator then keeps it until the comm stream is done with it), queue
-//     the collective, return its Work.
-//   comm thread (one per backend): the comm stream waits for the event; the
-//     collective runs as a kernel on the comm stream, gloo reading and writing
-//     device memory in place through the kernel's CPU aliases of it; the comm
-//     thread waits for it, then completes the Work's future, recording an
-//     event on the comm stream. Gloo is called by one thread at a time, in
-//     the order the collectives were issued, as its tags require.
-//   Work.wait() / future.wait(): the caller's current stream waits for that
-//     event, as with NCCL; the host waits for the collective itself.
+//   caller's thread: the operation's stream (per device, a high-priority
+//     pool stream for collectives and receives, another for sends) waits for
+//     an event on the current stream (the inputs' producers); every tensor is
+//     marked as used on that stream (the caching allocator then keeps it
+//     until the stream is done with it); the operation is launched as a
+//     kernel there, gloo reading and writing device memory in place through
+//     the kernel's CPU aliases of it (no copies); an event is recorded after
+//     it; the Work is returned. Launches are serialized, so gloo sees the
+//     collectives in the order they were issued, as its tags require.
+//   Work.wait(): the host waits for that event (the runtime wakes it), as a
+//     blocking NCCL wait does; the caller's stream then needs no wait.
+//   comm thread (one per backend): completes the future of an operation
+//     whose future was taken, so that its callbacks (Python ones too) never
+//     run on a stream worker, and ends profiler ranges.
 #include "../aten/DeviceTensorRef.h"
 #include "../aten/KernelLaunch.h"
 #include "../core/Device.h"
@@ -35,10 +37,12 @@
 
 #include <pybind11/chrono.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -56,34 +60,56 @@ using c10d::OpType;
 using GlooCall = std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>& host_inputs,
                                                               std::vector<at::Tensor>& host_outputs)>;
 
+std::exception_ptr backendError(const std::string& message) {
+  try {
+    C10_THROW_ERROR(DistBackendError, message);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+// An operation's Work. It ends with its kernel (which reports its end, then
+// an event recorded after it passes), or on the host if its launch was
+// refused or failed. The future is completed once it has been taken and the
+// operation has ended, by whichever of the two comes second: a Work whose
+// future nobody takes costs no completion.
 class CollectiveWork final : public c10d::Work {
  public:
-  CollectiveWork(int rank, OpType type, const char* title, std::vector<at::Tensor> outputs, c10::Device device)
+  CollectiveWork(int rank, OpType type, const char* title, std::vector<at::Tensor> inputs,
+                 std::vector<at::Tensor> outputs, c10::Device device, MydevStream stream)
       : Work(rank, type, title),
+        profiled_(recordFunctionEndCallback_ != nullptr),
+        inputs_(std::move(inputs)),
         outputs_(std::move(outputs)),
+        stream_(std::move(stream)),
         future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
-                                                         std::vector<c10::Device>{device})) {}
-
-  bool isCompleted() override { return future_->completed(); }
-
-  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
-
-  std::exception_ptr exception() const override {
-    return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+                                                         std::vector<c10::Device>{device})) {
+    // The event is created here, before a kernel could end and hand the Work
+    // to another thread; recordEnd records it again after the kernel.
+    end_.record(stream_);
   }
 
-  // The host waits for the gloo part; the current stream for the copies back.
+  bool isCompleted() override { return ended() && end_.query(); }
+
+  bool isSuccess() const override { return ended() && end_.query() && !error(); }
+
+  std::exception_ptr exception() const override { return ended() ? error() : nullptr; }
+
+  // The host waits for the collective (gloo's errors surface here, as the
+  // blocking call's); the caller's stream then has nothing left to wait for.
   bool wait(std::chrono::milliseconds timeout) override {
     if (timeout != kNoTimeout) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (!finished_cv_.wait_for(lock, timeout, [this] { return finished_; })) {
+      std::unique_lock<std::mutex> lock(state_mutex_);
+      if (!ended_cv_.wait_for(lock, timeout, [this] { return ended_; })) {
         C10_THROW_ERROR(DistBackendError, "mccl: a collective timed out after " + std::to_string(timeout.count()) +
                                               " ms");
       }
     }
-    future_->wait();
-    if (future_->hasError()) {
-      std::rethrow_exception(future_->exception_ptr());
+    // The runtime wakes the host when the stream passes the event, so a
+    // waiter costs no thread of mccl's.
+    settle();
+    if (const std::exception_ptr failure = error()) {
+      std::rethrow_exception(failure);
     }
     return true;
   }
@@ -92,45 +118,153 @@ class CollectiveWork final : public c10d::Work {
 
   std::vector<at::Tensor> result() override { return outputs_; }
 
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
-  // On the comm thread, with the comm stream current: the future records its
-  // completion event there. The future runs its callbacks here; one that
-  // raises cannot undo the completion, so it is reported, not propagated.
-  void finish() {
-    try {
-      future_->markCompleted(c10::IValue(outputs_));
-    } catch (const std::exception& error) {
-      TORCH_WARN("mccl: a callback on a collective's future raised: ", error.what());
+  // Does not wait (DDP's comm hooks take it right after the launch).
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      future_wanted_ = true;
     }
-    Work::finish();  // ends the Work's profiler range
-    notifyFinished();
+    completeFutureIfDue();
+    return future_;
   }
 
-  void fail(std::exception_ptr error) {
-    if (!future_->completed()) {
-      try {
-        future_->setError(error);
-      } catch (const std::exception& callback_error) {
-        TORCH_WARN("mccl: a callback on a collective's future raised: ", callback_error.what());
-      }
+  // Recorded on the stream right after the operation's kernel.
+  void recordEnd() { end_.record(stream_); }
+
+  const MydevStream& stream() const { return stream_; }
+
+  // Work queued on `stream` from now on waits for this operation.
+  void orderBefore(const MydevStream& stream) const { end_.block(stream); }
+
+  // Non-blocking: whether the collective's kernel is done (settling the Work
+  // then): the backend may let go of it.
+  bool passed() {
+    if (!end_.query()) {
+      return false;
     }
-    Work::finish(error);
-    notifyFinished();
+    settle();
+    return true;
+  }
+
+  // The operation ends with its kernel, or, if a device fault dropped the
+  // kernel before it ran, with that fault, not with a wait that never ends.
+  void settle() {
+    std::exception_ptr fault;
+    try {
+      end_.synchronize();
+    } catch (...) {
+      fault = std::current_exception();
+    }
+    bool missed = false;
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      missed = !ended_;
+    }
+    if (missed) {
+      endedOnHost(fault ? fault : backendError("mccl: the collective's kernel did not run"));
+    }
+  }
+
+  // The operation's kernel, at its end, on its stream's worker.
+  // Returns whether a host thread must take over (hostStep): the future was
+  // taken (its callbacks, Python's too, must not run on a stream worker), or
+  // a profiler range is open (its end callback carries thread-local state
+  // whose release may need the GIL).
+  bool kernelEnded(std::exception_ptr failure) {
+    bool future_wanted = false;
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      if (ended_) {
+        return false;  // its launch failed after queueing it (the host ended it then)
+      }
+      error_ = failure;
+      ended_ = true;
+      future_wanted = future_wanted_;
+    }
+    ended_cv_.notify_all();
+    if (!profiled_) {
+      Work::finish(failure);
+    }
+    return future_wanted || profiled_;
+  }
+
+  void hostStep() {
+    if (profiled_) {
+      Work::finish(error());  // ends the Work's profiler range
+    }
+    completeFutureIfDue();
+  }
+
+  // An operation refused or lost at its launch, or whose kernel did not run:
+  // ended on a host thread, where the future, if taken, is completed at once.
+  void endedOnHost(std::exception_ptr failure) {
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      if (ended_) {
+        return;
+      }
+      error_ = failure;
+      ended_ = true;
+    }
+    ended_cv_.notify_all();
+    Work::finish(failure);
+    completeFutureIfDue();
   }
 
  private:
-  void notifyFinished() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    finished_ = true;
-    finished_cv_.notify_all();
+  bool ended() const {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return ended_;
   }
 
+  std::exception_ptr error() const {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return error_;
+  }
+
+  // With the operation's stream current, the future records its completion
+  // event there. The future runs its callbacks here; one that raises cannot undo
+  // the completion, so it is reported, not propagated.
+  void completeFutureIfDue() {
+    std::exception_ptr failure;
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      if (!ended_ || !future_wanted_ || future_completed_) {
+        return;
+      }
+      future_completed_ = true;
+      failure = error_;
+    }
+    c10::StreamGuard on_stream(stream_.unwrap());
+    try {
+      if (failure) {
+        future_->setError(failure);
+      } else {
+        future_->markCompleted(c10::IValue(outputs_));
+      }
+    } catch (const std::exception& error) {
+      if (future_->completed()) {
+        TORCH_WARN("mccl: a callback on a collective's future raised: ", error.what());
+      } else {
+        future_->setError(std::current_exception());  // markCompleted refused the value itself
+      }
+    }
+  }
+
+  const bool profiled_;
+  std::vector<at::Tensor> inputs_;  // held, like the outputs, as long as the Work
   std::vector<at::Tensor> outputs_;
+  MydevStream stream_;
+  // A collective is latency-bound below ~1 MB: a waiter that polled would
+  // take a core from the threads (gloo's, the peers') it waits on.
+  MydevEvent end_{mydevEventBlockingSync};
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-  std::mutex mutex_;
-  std::condition_variable finished_cv_;
-  bool finished_ = false;
+  mutable std::mutex state_mutex_;
+  std::condition_variable ended_cv_;
+  bool ended_ = false;
+  bool future_wanted_ = false;
+  bool future_completed_ = false;
+  std::exception_ptr error_;
 };
 
 // Runs queued tasks in order on one thread, named (as NCCL's threads are) so
@@ -203,12 +337,6 @@ class CommThread {
   bool stopping_ = false;
   std::thread thread_;
 };
-
-// Pinned host memory: the host allocator caches it, so a collective's staging
-// costs no page faults, and copies to and from it are the runtime's fastest.
-at::Tensor stagingBuffer(const at::Tensor& like) {
-  return at::empty(like.sizes(), like.options().device(c10::kCPU).pinned_memory(true));
-}
 
 c10::Device deviceOfCollective(const std::vector<at::Tensor>& tensors, const char* name) {
   TORCH_CHECK(!tensors.empty(), "mccl: ", name, " got no tensors");
@@ -479,22 +607,20 @@ class ProcessGroupMydev final : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
-    // Ordered after every collective queued before it, like NCCL's barrier.
-    ++sequence_number_;
-    auto work = c10::make_intrusive<CollectiveWork>(rank_, OpType::BARRIER, "mccl:barrier", std::vector<at::Tensor>{},
-                                                    c10::Device(c10::DeviceType::PrivateUse1, currentDevice()));
-    const MydevStream comm = commStream(currentDevice());
-    postToCommThread(work, [this, work, opts, comm] {
-      try {
-        throwIfBroken();
-        c10::StreamGuard on_comm(comm.unwrap());
-        gloo_->barrier(opts)->wait(timeout_);
-        work->finish();
-      } catch (...) {
-        work->fail(std::current_exception());
-      }
-    });
-    return work;
+    // A kernel on the comm stream, so ordered after every collective queued
+    // before it, like NCCL's barrier; it has no tensors to wait for. Its
+    // device, as NCCL's guess: the one given, else the last one used.
+    c10::DeviceIndex device = last_device_.load();
+    if (!opts.device_ids.empty()) {
+      device = static_cast<c10::DeviceIndex>(opts.device_ids.front());
+    } else if (opts.device && opts.device->type() == c10::DeviceType::PrivateUse1 && opts.device->has_index()) {
+      device = opts.device->index();
+    } else if (device < 0) {
+      device = currentDevice();
+    }
+    return collective(OpType::BARRIER, "mccl:barrier", {}, {}, [this, opts](auto&, auto&) {
+      return gloo_->barrier(opts);
+    }, /*outputs_are_inputs=*/false, device);
   }
 
  private:
@@ -525,52 +651,87 @@ class ProcessGroupMydev final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> collective(OpType type, const char* title, std::vector<at::Tensor> inputs,
                                             std::vector<at::Tensor> outputs, GlooCall call,
-                                            bool outputs_are_inputs = false) {
-    const bool point_to_point = type == OpType::SEND || type == OpType::RECV;
-    if (!point_to_point) {
-      ++sequence_number_;
-    }
+                                            bool outputs_are_inputs = false, c10::DeviceIndex barrier_device = -1) {
     std::vector<at::Tensor> all = inputs;
     all.insert(all.end(), outputs.begin(), outputs.end());
-    const c10::Device device = deviceOfCollective(all, title);
+    const c10::Device device = type == OpType::BARRIER ? c10::Device(c10::DeviceType::PrivateUse1, barrier_device)
+                                                       : deviceOfCollective(all, title);
+    const bool is_send = type == OpType::SEND;
     const MydevStream caller = getCurrentMydevStream(device.index());
-    const MydevStream comm = commStream(device.index());
-    auto inputs_ready = std::make_shared<MydevEvent>();
-    inputs_ready->record(caller);
-    // The caller may drop its tensors before the comm stream has used them.
+    const MydevStream stream = streamFor(device.index(), is_send);
+    auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, inputs, outputs, device, stream);
+    std::vector<c10::intrusive_ptr<CollectiveWork>> finished;  // released after the lock, on this thread
+    // Launches are ordered by this lock: the comm stream then calls gloo in
+    // the order the collectives were issued, as gloo's tags need, even when
+    // several threads issue them.
+    std::lock_guard<std::mutex> launch_lock(launch_mutex_);
+    if (closed_) {
+      work->endedOnHost(shutDownError());
+      return work;
+    }
+    finished = takeFinishedWorks();
+    // The inputs' producers, on the caller's stream, come first.
+    MydevEvent inputs_ready;
+    inputs_ready.record(caller);
+    inputs_ready.block(stream);
+    orderAfterEarlierOperations(type, stream);
+    // The caller may drop its tensors before the stream has used them.
     for (const at::Tensor& tensor : all) {
       if (tensor.has_storage() && tensor.storage().data_ptr().get() != nullptr) {
         c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).recordDataPtrOnStream(tensor.storage().data_ptr(),
-                                                                                          comm.unwrap());
+                                                                                          stream.unwrap());
       }
     }
-    auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, outputs, device);
-    postToCommThread(work, [this, work, comm, inputs_ready, title, point_to_point, inputs = std::move(inputs),
-                            outputs = std::move(outputs), call = std::move(call), outputs_are_inputs] {
-      try {
-        throwIfBroken();
-        c10::StreamGuard on_comm(comm.unwrap());
-        inputs_ready->block(comm);
-        if (point_to_point) {
-          stagedPointToPoint(work, comm, inputs, outputs, call);
-        } else {
-          inPlaceOnTheCommStream(title, comm, inputs, outputs, call, outputs_are_inputs);
-          work->finish();
-        }
-      } catch (...) {
-        work->fail(std::current_exception());
-      }
-    });
+    // Held before the launch: the kernel has the Work by pointer.
+    in_flight_.push_back(work);
+    try {
+      launchOnStream(work, title, stream, inputs, outputs, std::move(call), outputs_are_inputs);
+    } catch (...) {
+      // This rank may have skipped a collective the others make: as after a
+      // failed one, the group is unusable.
+      breakGroup(std::current_exception(), work);
+      work->endedOnHost(std::current_exception());
+      throw;
+    }
+    if (type != OpType::SEND && type != OpType::RECV) {
+      ++sequence_number_;
+    }
+    last_device_ = device.index();
+    (is_send ? last_send_ : last_of_comm_stream_) = work;
     return work;
   }
 
-  // A collective as a kernel on the comm stream: gloo reads and writes the
-  // device memory in place, through the CPU aliases every kernel gets of it
-  // (KernelMemory), so no copies; the comm thread waits for the kernel. A
-  // transport error is handed back to the comm thread, not raised as a device
-  // fault.
-  void inPlaceOnTheCommStream(const char* title, const MydevStream& comm, const std::vector<at::Tensor>& inputs,
-                              const std::vector<at::Tensor>& outputs, const GlooCall& call, bool outputs_are_inputs) {
+  // NCCL runs everything of a group on one stream; mccl runs sends on a
+  // stream of their own, since a receive blocks the comm stream until its
+  // peer sends, which it may do only after receiving (a ring exchange).
+  // So: a collective waits for the sends before it, a send for the
+  // collectives and receives before it, and, across devices, each comm
+  // stream for the other's last operation, so that gloo sees collectives in
+  // the order they were issued.
+  void orderAfterEarlierOperations(OpType type, const MydevStream& stream) {
+    if (type == OpType::SEND) {
+      if (last_of_comm_stream_) {
+        last_of_comm_stream_->orderBefore(stream);
+      }
+      return;
+    }
+    if (type != OpType::RECV && last_send_) {
+      last_send_->orderBefore(stream);
+    }
+    if (last_of_comm_stream_ && !(last_of_comm_stream_->stream() == stream)) {
+      last_of_comm_stream_->orderBefore(stream);
+    }
+  }
+
+  // An operation as a kernel on its stream, launched from the caller's
+  // thread: gloo reads and writes the device memory in place, through the
+  // CPU aliases every kernel gets of it (KernelMemory), so no copies (but for
+  // a tensor that is not contiguous, which gloo cannot take) and no other
+  // thread of mccl's on the way. A transport error is handed to the Work,
+  // not raised as a device fault, and breaks the group.
+  void launchOnStream(const c10::intrusive_ptr<CollectiveWork>& work, const char* title, const MydevStream& stream,
+                      const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
+                      bool outputs_are_inputs) {
     std::vector<DeviceTensorRef> input_refs;
     std::vector<DeviceTensorRef> output_refs;
     for (const at::Tensor& input : inputs) {
@@ -581,136 +742,131 @@ class ProcessGroupMydev final : public c10d::Backend {
         output_refs.push_back(describe(output));
       }
     }
-    auto error = std::make_shared<std::exception_ptr>();
-    launchKernel(title, comm,
-                 [this, input_refs = std::move(input_refs), output_refs = std::move(output_refs), call, error,
-                  outputs_are_inputs] {
-                   try {
-                     KernelMemory memory;
-                     std::vector<at::Tensor> host_in;
-                     std::vector<at::Tensor> host_out;
-                     for (const DeviceTensorRef& ref : input_refs) {
-                       host_in.push_back(memory.map(ref));
+    // The kernel gets the Work by pointer: the backend holds it until its end
+    // event has passed (a Work's tensors must not be freed on a stream worker
+    // or where the runtime retires a kernel). If the future was taken (or a
+    // profiler range is open), the kernel hands the Work to the comm thread;
+    // otherwise no thread of mccl's wakes: the runtime wakes the caller's waits.
+    launchKernel(title, stream,
+                 [this, work = work.get(), input_refs = std::move(input_refs), output_refs = std::move(output_refs),
+                  call = std::move(call), outputs_are_inputs] {
+                   std::exception_ptr failure = brokenError();
+                   if (!failure) {
+                     try {
+                       KernelMemory memory;
+                       std::vector<at::Tensor> host_in;
+                       std::vector<at::Tensor> host_out;
+                       for (const DeviceTensorRef& ref : input_refs) {
+                         host_in.push_back(memory.map(ref));
+                       }
+                       for (const DeviceTensorRef& ref : output_refs) {
+                         host_out.push_back(memory.map(ref));
+                       }
+                       std::vector<at::Tensor> gloo_in = contiguous(host_in);
+                       std::vector<at::Tensor> gloo_out = outputs_are_inputs ? gloo_in : contiguous(host_out);
+                       call(gloo_in, gloo_out)->wait(timeout_);
+                       copyBack(gloo_out, outputs_are_inputs ? host_in : host_out);
+                     } catch (...) {
+                       failure = std::current_exception();
+                       breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
                      }
-                     for (const DeviceTensorRef& ref : output_refs) {
-                       host_out.push_back(memory.map(ref));
-                     }
-                     if (outputs_are_inputs) {
-                       host_out = host_in;
-                     }
-                     call(host_in, host_out)->wait(timeout_);
-                   } catch (...) {
-                     *error = std::current_exception();
+                   }
+                   if (work->kernelEnded(failure)) {
+                     // The comm thread is retired only after every kernel ended (stopThreads).
+                     const c10::intrusive_ptr<CollectiveWork> held = c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work);
+                     (void)postToCommThread([held] { held->hostStep(); });
                    }
                  });
-    comm.synchronize();
-    if (*error) {
-      breakGroup(*error, inputs, outputs);
-      std::rethrow_exception(*error);
+    work->recordEnd();
+  }
+
+  // Gloo takes contiguous tensors only; a strided alias goes through a
+  // contiguous host copy (inside the kernel, so host memory).
+  static std::vector<at::Tensor> contiguous(const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> result;
+    result.reserve(tensors.size());
+    for (const at::Tensor& tensor : tensors) {
+      result.push_back(tensor.contiguous());
     }
+    return result;
+  }
+
+  static void copyBack(const std::vector<at::Tensor>& from, const std::vector<at::Tensor>& to) {
+    for (size_t i = 0; i < to.size(); ++i) {
+      if (!from[i].is_same(to[i])) {
+        to[i].copy_(from[i]);
+      }
+    }
+  }
+
+  // Under launch_mutex_: the Works whose kernels are done, which the caller
+  // releases once the lock is free (releasing a tensor may need the GIL).
+  std::vector<c10::intrusive_ptr<CollectiveWork>> takeFinishedWorks() {
+    std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
+    auto still_running = std::partition(in_flight_.begin(), in_flight_.end(),
+                                        [](const c10::intrusive_ptr<CollectiveWork>& work) { return !work->passed(); });
+    std::move(still_running, in_flight_.end(), std::back_inserter(finished));
+    in_flight_.erase(still_running, in_flight_.end());
+    return finished;
   }
 
   // After a failed collective (a dead peer, a timeout) gloo may still write
   // into its tensors, and the ranks no longer agree on what ran: as NCCL
   // aborts its communicator, the group fails every later collective, and the
   // failed one's tensors are kept so that their memory is never reused.
-  void breakGroup(std::exception_ptr error, const std::vector<at::Tensor>& inputs,
-                  const std::vector<at::Tensor>& outputs) {
+  void breakGroup(std::exception_ptr error, const c10::intrusive_ptr<CollectiveWork>& work) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!broken_) {
       broken_ = error;
     }
-    kept_after_failure_.insert(kept_after_failure_.end(), inputs.begin(), inputs.end());
-    kept_after_failure_.insert(kept_after_failure_.end(), outputs.begin(), outputs.end());
+    kept_after_failure_.push_back(work);
   }
 
-  void throwIfBroken() {
+  // What every operation after a failed one fails with (null while none failed).
+  std::exception_ptr brokenError() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!broken_) {
-      return;
+      return nullptr;
     }
     try {
       std::rethrow_exception(broken_);
     } catch (const std::exception& error) {
-      C10_THROW_ERROR(DistBackendError,
-                      std::string("mccl: the group is unusable after an earlier collective failed: ") + error.what());
+      return backendError(std::string("mccl: the group is unusable after an earlier collective failed: ") +
+                          error.what());
     }
   }
 
-  // A send or a receive completes only once its peer posts the other half,
-  // which it may do after a send of its own: waiting for it on the comm
-  // stream would deadlock two ranks that send to each other first (what
-  // NCCL's group calls avoid). So it stages through pinned host memory, is
-  // posted to gloo in order here, and completes on its own thread.
-  void stagedPointToPoint(const c10::intrusive_ptr<CollectiveWork>& work, const MydevStream& comm,
-                          const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
-                          const GlooCall& call) {
-    std::vector<at::Tensor> host_in;
-    for (const at::Tensor& input : inputs) {
-      host_in.push_back(stagingBuffer(input).copy_(input));
-    }
-    std::vector<at::Tensor> host_out;
-    for (const at::Tensor& output : outputs) {
-      host_out.push_back(stagingBuffer(output));
-    }
-    c10::intrusive_ptr<c10d::Work> gloo_work = call(host_in, host_out);
-    postToPointToPointThread(work, [this, work, comm, gloo_work, outputs, host_out, host_in] {
-      try {
-        c10::StreamGuard on_comm(comm.unwrap());
-        gloo_work->wait(timeout_);
-        for (size_t i = 0; i < outputs.size(); ++i) {
-          outputs[i].copy_(host_out[i]);
-        }
-        work->finish();
-      } catch (...) {
-        work->fail(std::current_exception());
-      }
-    });
-  }
-
-  MydevStream commStream(c10::DeviceIndex device) {
+  MydevStream streamFor(c10::DeviceIndex device, bool for_sends) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto found = comm_streams_.find(device);
-    if (found == comm_streams_.end()) {
-      found = comm_streams_.emplace(device, getStreamFromPool(/*priority=*/-1, device)).first;
+    auto& streams = for_sends ? send_streams_ : comm_streams_;
+    auto found = streams.find(device);
+    if (found == streams.end()) {
+      found = streams.emplace(device, getStreamFromPool(/*priority=*/-1, device)).first;
       // The stream's worker starts here, not on mccl's thread, whose name it would inherit.
       found->second.handle();
     }
     return found->second;
   }
 
-  // Queues a task for the comm thread (started on first use); after shutdown
-  // the Work fails instead.
-  void postToCommThread(const c10::intrusive_ptr<CollectiveWork>& work, std::function<void()> task) {
-    post(comm_thread_, "mccl comm", /*refuse_when_closed=*/true, work, std::move(task));
+  // Completes taken futures and ends profiler ranges, off the stream workers.
+  bool postToCommThread(std::function<void()> task) {
+    return post(comm_thread_, comm_thread_retired_, "mccl comm", std::move(task));
   }
 
-  // Called from comm-thread tasks, which may still run while stopThreads()
-  // drains the comm thread: the point-to-point thread is stopped after it.
-  void postToPointToPointThread(const c10::intrusive_ptr<CollectiveWork>& work, std::function<void()> task) {
-    post(point_to_point_thread_, "mccl p2p", /*refuse_when_closed=*/false, work, std::move(task));
-  }
-
-  void post(std::unique_ptr<CommThread>& thread, const char* name, bool refuse_when_closed,
-            const c10::intrusive_ptr<CollectiveWork>& work, std::function<void()> task) {
+  // Starts the thread on first use; refuses once stopThreads has retired it.
+  bool post(std::unique_ptr<CommThread>& thread, const bool& retired, const char* name, std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!(refuse_when_closed && closed_)) {
-      if (!thread) {
-        thread = std::make_unique<CommThread>(name);
-      }
-      if (thread->post(std::move(task))) {
-        return;
-      }
+    if (retired) {
+      return false;
     }
-    work->fail(shutDownError());
+    if (!thread) {
+      thread = std::make_unique<CommThread>(name);
+    }
+    return thread->post(std::move(task));
   }
 
   static std::exception_ptr shutDownError() {
-    try {
-      C10_THROW_ERROR(DistBackendError, "mccl: the process group was shut down or aborted");
-    } catch (...) {
-      return std::current_exception();
-    }
+    return backendError("mccl: the process group was shut down or aborted");
   }
 
   void stopThreads() {
@@ -720,19 +876,41 @@ class ProcessGroupMydev final : public c10d::Backend {
     if (Py_IsInitialized() && PyGILState_Check() != 0) {
       without_gil.emplace();
     }
+    {
+      std::lock_guard<std::mutex> lock(launch_mutex_);
+      closed_ = true;
+    }
+    // Every operation launched ends first (each bounded by the timeout),
+    // handing its Work to the comm thread if it must.
+    std::vector<MydevStream> streams;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto* kind : {&comm_streams_, &send_streams_}) {
+        for (const auto& entry : *kind) {
+          streams.push_back(entry.second);
+        }
+      }
+    }
+    // Not checked: the kernels catch their own errors, and a destructor
+    // calls this, which must not throw.
+    for (const MydevStream& stream : streams) {
+      (void)mydevStreamSynchronize(stream.handle());
+    }
+    std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
+    {
+      std::lock_guard<std::mutex> lock(launch_mutex_);
+      finished = takeFinishedWorks();
+      last_send_.reset();
+      last_of_comm_stream_.reset();
+    }
+    finished.clear();
     std::unique_ptr<CommThread> comm;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      closed_ = true;
+      comm_thread_retired_ = true;
       comm = std::move(comm_thread_);
     }
-    stop(std::move(comm));  // its queued tasks run first, and may post to the other thread
-    std::unique_ptr<CommThread> point_to_point;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      point_to_point = std::move(point_to_point_thread_);
-    }
-    stop(std::move(point_to_point));
+    stop(std::move(comm));  // its queued tasks run first
   }
 
   static void stop(std::unique_ptr<CommThread> thread) {
@@ -745,13 +923,20 @@ class ProcessGroupMydev final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend> gloo_;
   std::chrono::milliseconds timeout_;
   std::atomic<uint64_t> sequence_number_{0};
-  std::mutex mutex_;
-  std::map<c10::DeviceIndex, MydevStream> comm_streams_;
-  std::unique_ptr<CommThread> comm_thread_;
-  std::unique_ptr<CommThread> point_to_point_thread_;
+  std::atomic<c10::DeviceIndex> last_device_{-1};
+  std::mutex launch_mutex_;
+  // Under launch_mutex_:
   bool closed_ = false;
+  std::vector<c10::intrusive_ptr<CollectiveWork>> in_flight_;
+  c10::intrusive_ptr<CollectiveWork> last_send_;
+  c10::intrusive_ptr<CollectiveWork> last_of_comm_stream_;
+  std::mutex mutex_;
+  std::map<c10::DeviceIndex, MydevStream> comm_streams_;  // collectives and receives
+  std::map<c10::DeviceIndex, MydevStream> send_streams_;
+  std::unique_ptr<CommThread> comm_thread_;
+  bool comm_thread_retired_ = false;
   std::exception_ptr broken_;
-  std::vector<at::Tensor> kept_after_failure_;
+  std::vector<c10::intrusive_ptr<CollectiveWork>> kept_after_failure_;
 };
 
 }  // namespace
