@@ -135,6 +135,24 @@ def collectives(rank, world_size, init_file):
             request.wait()
         assert_close(incoming.cpu(), torch.full((8,), float(left)))
 
+        # The receive listed first: a send never waits for a receive (that would close the ring into a deadlock).
+        incoming = torch.empty(8, device=device)
+        requests = dist.batch_isend_irecv([dist.P2POp(dist.irecv, incoming, left), dist.P2POp(dist.isend, outgoing, right)])
+        for request in requests:
+            request.wait()
+        assert_close(incoming.cpu(), torch.full((8,), float(left)))
+
+        # Deterministic mode runs kernels before their launch returns, but not mccl's: both ranks may send first.
+        torch.use_deterministic_algorithms(True)
+        try:
+            request = dist.isend(torch.full((3,), float(rank), device=device), right)
+            incoming = torch.empty(3, device=device)
+            dist.recv(incoming, left)
+            request.wait()
+            assert_close(incoming.cpu(), torch.full((3,), float(left)))
+        finally:
+            torch.use_deterministic_algorithms(False)
+
         # A receive is ordered before the collectives issued after it, as on NCCL's one stream: the all_reduce reads
         # what arrived, though nobody waited for the receive.
         if rank == 0:

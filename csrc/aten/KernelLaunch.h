@@ -118,6 +118,25 @@ void destroyKernelClosure(void* args) {
   static_cast<KernelClosure<F>*>(args)->~KernelClosure<F>();
 }
 
+template <typename Make>
+void queueKernelBuiltBy(const char* name, const MydevStream& stream, Make& make, KernelWatch* watch) {
+  using Body = decltype(make());
+  using Closure = KernelClosure<Body>;
+  static_assert(alignof(Closure) <= 64, "the launch queue aligns kernel arguments to 64 bytes");
+  struct Builder {
+    Make& make;
+    bool grad_enabled;
+    KernelWatch* watch;
+  } builder{make, c10::GradMode::is_enabled(), watch};
+  const auto construct = [](void* context, void* args) -> int {
+    auto* from = static_cast<Builder*>(context);
+    new (args) Closure{from->make(), from->grad_enabled, from->watch};
+    return 0;
+  };
+  MYDEV_CHECK(mydevLaunchKernelWithArgs(name, &runKernelClosure<Body>, sizeof(Closure), construct, &builder,
+                                        &destroyKernelClosure<Body>, stream.handle()));
+}
+
 }  // namespace detail
 
 // ATen's CPU kernels read torch.use_deterministic_algorithms' process-wide
@@ -137,24 +156,19 @@ void destroyKernelClosure(void* args) {
 // A `watch`, if given, must be waited for before it goes.
 template <typename Make>
 void launchKernelBuiltBy(const char* name, const MydevStream& stream, Make make, KernelWatch* watch = nullptr) {
-  using Body = decltype(make());
-  using Closure = detail::KernelClosure<Body>;
-  static_assert(alignof(Closure) <= 64, "the launch queue aligns kernel arguments to 64 bytes");
-  struct Builder {
-    Make& make;
-    bool grad_enabled;
-    KernelWatch* watch;
-  } builder{make, c10::GradMode::is_enabled(), watch};
-  const auto construct = [](void* context, void* args) -> int {
-    auto* from = static_cast<Builder*>(context);
-    new (args) Closure{from->make(), from->grad_enabled, from->watch};
-    return 0;
-  };
-  MYDEV_CHECK(mydevLaunchKernelWithArgs(name, &detail::runKernelClosure<Body>, sizeof(Closure), construct, &builder,
-                                        &detail::destroyKernelClosure<Body>, stream.handle()));
+  detail::queueKernelBuiltBy(name, stream, make, watch);
   if (at::globalContext().deterministicAlgorithms()) {
     stream.synchronize();
   }
+}
+
+// For a kernel that reads no ATen setting while it runs (mccl's operations,
+// which wait for their peers: run before the launch returns, two ranks that
+// both send first would wait for each other).
+template <typename F>
+void launchKernelReadingNoSettings(const char* name, const MydevStream& stream, F&& body) {
+  auto make = [&]() -> std::decay_t<F> { return std::forward<F>(body); };
+  detail::queueKernelBuiltBy(name, stream, make, nullptr);
 }
 
 template <typename F>

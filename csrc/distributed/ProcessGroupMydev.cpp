@@ -100,7 +100,7 @@ class CollectiveWork final : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout) override {
     if (timeout != kNoTimeout) {
       std::unique_lock<std::mutex> lock(state_mutex_);
-      if (!ended_cv_.wait_for(lock, timeout, [this] { return ended_; })) {
+      if (!ended_cv_.wait_for(lock, timeout, [this] { return ended_; }) && !end_.query()) {
         C10_THROW_ERROR(DistBackendError, "mccl: a collective timed out after " + std::to_string(timeout.count()) +
                                               " ms");
       }
@@ -119,10 +119,18 @@ class CollectiveWork final : public c10d::Work {
   std::vector<at::Tensor> result() override { return outputs_; }
 
   // Does not wait (DDP's comm hooks take it right after the launch).
+  // A future taken before a device fault dropped the kernel completes (with
+  // the fault) when the Work is settled: at wait(), the backend's next
+  // operation, or its shutdown.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    bool ended_already = false;
     {
       std::lock_guard<std::mutex> lock(state_mutex_);
       future_wanted_ = true;
+      ended_already = ended_;
+    }
+    if (!ended_already && end_.query()) {
+      settle();  // a kernel that passed without ending: dropped by a fault
     }
     completeFutureIfDue();
     return future_;
@@ -136,18 +144,13 @@ class CollectiveWork final : public c10d::Work {
   // Work queued on `stream` from now on waits for this operation.
   void orderBefore(const MydevStream& stream) const { end_.block(stream); }
 
-  // Non-blocking: whether the collective's kernel is done (settling the Work
-  // then): the backend may let go of it.
-  bool passed() {
-    if (!end_.query()) {
-      return false;
-    }
-    settle();
-    return true;
-  }
+  // Non-blocking: whether the operation's kernel is done (or was dropped):
+  // the backend may let go of the Work, once it has settled it.
+  bool passed() const { return end_.query(); }
 
   // The operation ends with its kernel, or, if a device fault dropped the
   // kernel before it ran, with that fault, not with a wait that never ends.
+  // Then a taken future's callbacks may run here: never under mccl's locks.
   void settle() {
     std::exception_ptr fault;
     try {
@@ -420,14 +423,22 @@ class ProcessGroupMydev final : public c10d::Backend {
   ~ProcessGroupMydev() override { stopThreads(); }
 
   // destroy_process_group: later collectives are refused, the queued ones
-  // finish (each bounded by the timeout), then mccl's threads end. Gloo of
-  // torch 2.13 has no abort of its own, so abort() does the same.
+  // finish (each bounded by the timeout), then mccl's threads end.
   void shutdown() override {
     stopThreads();
     gloo_->shutdown();
   }
 
+  // As shutdown, but the queued operations that have not reached gloo fail at
+  // once instead of waiting for peers that may be gone. Gloo of torch 2.13 has
+  // no abort of its own: one already inside gloo still runs to its timeout.
   void abort() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!broken_) {
+        broken_ = shutDownError();
+      }
+    }
     stopThreads();
     gloo_->abort();
   }
@@ -660,14 +671,38 @@ class ProcessGroupMydev final : public c10d::Backend {
     const MydevStream caller = getCurrentMydevStream(device.index());
     const MydevStream stream = streamFor(device.index(), is_send);
     auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, inputs, outputs, device, stream);
-    std::vector<c10::intrusive_ptr<CollectiveWork>> finished;  // released after the lock, on this thread
-    // Launches are ordered by this lock: the comm stream then calls gloo in
-    // the order the collectives were issued, as gloo's tags need, even when
-    // several threads issue them.
+    // The Works of finished operations are settled and released after the
+    // lock, on this thread (a future's callback may launch another operation;
+    // releasing a tensor may need the GIL).
+    std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
+    try {
+      launchInOrder(work, type, title, stream, caller, inputs, outputs, std::move(call), outputs_are_inputs, finished);
+    } catch (...) {
+      settle(finished);
+      throw;
+    }
+    settle(finished);
+    return work;
+  }
+
+  static void settle(const std::vector<c10::intrusive_ptr<CollectiveWork>>& works) {
+    for (const c10::intrusive_ptr<CollectiveWork>& work : works) {
+      work->settle();
+    }
+  }
+
+  // Launches are ordered by launch_mutex_: the comm stream then calls gloo in
+  // the order the collectives were issued, as gloo's tags need, even when
+  // several threads issue them.
+  void launchInOrder(const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title,
+                     const MydevStream& stream, const MydevStream& caller, const std::vector<at::Tensor>& inputs,
+                     const std::vector<at::Tensor>& outputs, GlooCall call, bool outputs_are_inputs,
+                     std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
+    const bool is_send = type == OpType::SEND;
     std::lock_guard<std::mutex> launch_lock(launch_mutex_);
     if (closed_) {
       work->endedOnHost(shutDownError());
-      return work;
+      return;
     }
     finished = takeFinishedWorks();
     // The inputs' producers, on the caller's stream, come first.
@@ -676,10 +711,12 @@ class ProcessGroupMydev final : public c10d::Backend {
     inputs_ready.block(stream);
     orderAfterEarlierOperations(type, stream);
     // The caller may drop its tensors before the stream has used them.
-    for (const at::Tensor& tensor : all) {
-      if (tensor.has_storage() && tensor.storage().data_ptr().get() != nullptr) {
-        c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).recordDataPtrOnStream(tensor.storage().data_ptr(),
-                                                                                          stream.unwrap());
+    for (const auto* tensors : {&inputs, &outputs}) {
+      for (const at::Tensor& tensor : *tensors) {
+        if (tensor.has_storage() && tensor.storage().data_ptr().get() != nullptr) {
+          c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).recordDataPtrOnStream(tensor.storage().data_ptr(),
+                                                                                            stream.unwrap());
+        }
       }
     }
     // Held before the launch: the kernel has the Work by pointer.
@@ -696,22 +733,24 @@ class ProcessGroupMydev final : public c10d::Backend {
     if (type != OpType::SEND && type != OpType::RECV) {
       ++sequence_number_;
     }
-    last_device_ = device.index();
+    last_device_ = stream.unwrap().device_index();
     (is_send ? last_send_ : last_of_comm_stream_) = work;
-    return work;
+    if (type != OpType::SEND && type != OpType::RECV) {
+      last_collective_ = work;
+    }
   }
 
   // NCCL runs everything of a group on one stream; mccl runs sends on a
   // stream of their own, since a receive blocks the comm stream until its
   // peer sends, which it may do only after receiving (a ring exchange).
   // So: a collective waits for the sends before it, a send for the
-  // collectives and receives before it, and, across devices, each comm
+  // collectives before it (never for a receive), and, across devices, each comm
   // stream for the other's last operation, so that gloo sees collectives in
   // the order they were issued.
   void orderAfterEarlierOperations(OpType type, const MydevStream& stream) {
     if (type == OpType::SEND) {
-      if (last_of_comm_stream_) {
-        last_of_comm_stream_->orderBefore(stream);
+      if (last_collective_) {
+        last_collective_->orderBefore(stream);
       }
       return;
     }
@@ -747,7 +786,9 @@ class ProcessGroupMydev final : public c10d::Backend {
     // or where the runtime retires a kernel). If the future was taken (or a
     // profiler range is open), the kernel hands the Work to the comm thread;
     // otherwise no thread of mccl's wakes: the runtime wakes the caller's waits.
-    launchKernel(title, stream,
+    // Never run before the launch returns, even under deterministic mode:
+    // gloo reads no ATen setting, and a send would wait for its peer.
+    launchKernelReadingNoSettings(title, stream,
                  [this, work = work.get(), input_refs = std::move(input_refs), output_refs = std::move(output_refs),
                   call = std::move(call), outputs_are_inputs] {
                    std::exception_ptr failure = brokenError();
@@ -901,8 +942,10 @@ class ProcessGroupMydev final : public c10d::Backend {
       std::lock_guard<std::mutex> lock(launch_mutex_);
       finished = takeFinishedWorks();
       last_send_.reset();
+      last_collective_.reset();
       last_of_comm_stream_.reset();
     }
+    settle(finished);
     finished.clear();
     std::unique_ptr<CommThread> comm;
     {
@@ -929,7 +972,8 @@ class ProcessGroupMydev final : public c10d::Backend {
   bool closed_ = false;
   std::vector<c10::intrusive_ptr<CollectiveWork>> in_flight_;
   c10::intrusive_ptr<CollectiveWork> last_send_;
-  c10::intrusive_ptr<CollectiveWork> last_of_comm_stream_;
+  c10::intrusive_ptr<CollectiveWork> last_collective_;
+  c10::intrusive_ptr<CollectiveWork> last_of_comm_stream_;  // a collective or a receive
   std::mutex mutex_;
   std::map<c10::DeviceIndex, MydevStream> comm_streams_;  // collectives and receives
   std::map<c10::DeviceIndex, MydevStream> send_streams_;
