@@ -175,16 +175,9 @@ class CollectiveWork final : public c10d::Work {
   // whose release may need the GIL).
   bool kernelEnded(std::exception_ptr failure) {
     bool future_wanted = false;
-    {
-      std::lock_guard<std::mutex> lock(state_mutex_);
-      if (ended_) {
-        return false;  // its launch failed after queueing it (the host ended it then)
-      }
-      error_ = failure;
-      ended_ = true;
-      future_wanted = future_wanted_;
+    if (!markEnded(failure, &future_wanted)) {
+      return false;  // its launch failed after queueing it (the host ended it then)
     }
-    ended_cv_.notify_all();
     if (!profiled_) {
       Work::finish(failure);
     }
@@ -201,20 +194,30 @@ class CollectiveWork final : public c10d::Work {
   // An operation refused or lost at its launch, or whose kernel did not run:
   // ended on a host thread, where the future, if taken, is completed at once.
   void endedOnHost(std::exception_ptr failure) {
-    {
-      std::lock_guard<std::mutex> lock(state_mutex_);
-      if (ended_) {
-        return;
-      }
-      error_ = failure;
-      ended_ = true;
+    bool future_wanted = false;
+    if (!markEnded(failure, &future_wanted)) {
+      return;
     }
-    ended_cv_.notify_all();
     Work::finish(failure);
     completeFutureIfDue();
   }
 
  private:
+  // Records the end, once: false if the operation had ended already.
+  bool markEnded(std::exception_ptr failure, bool* future_wanted) {
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      if (ended_) {
+        return false;
+      }
+      error_ = std::move(failure);
+      ended_ = true;
+      *future_wanted = future_wanted_;
+    }
+    ended_cv_.notify_all();
+    return true;
+  }
+
   bool ended() const {
     std::lock_guard<std::mutex> lock(state_mutex_);
     return ended_;
@@ -287,7 +290,7 @@ class CommThread {
 
   bool runsHere() const { return std::this_thread::get_id() == thread_.get_id(); }
 
-  // Once stopping, a task is refused (the caller fails its Work): the thread
+  // Once stopping, a task is refused (left to the caller): the thread
   // runs what was queued before, then ends.
   bool post(std::function<void()> task) {
     {
@@ -486,26 +489,20 @@ class ProcessGroupMydev final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
     return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", tensors, [this, opts = withHostFactor(opts)](auto& host, auto&) {
-      c10d::AllreduceOptions gloo_opts = opts;
-      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
-      return gloo_->allreduce(host, gloo_opts);
+      return gloo_->allreduce(host, scaledForGloo(opts, host, /*in_place=*/true));
     });
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
     return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", tensors, [this, opts = withHostFactor(opts)](auto& host, auto&) {
-      c10d::AllreduceCoalescedOptions gloo_opts = opts;
-      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
-      return gloo_->allreduce_coalesced(host, gloo_opts);
+      return gloo_->allreduce_coalesced(host, scaledForGloo(opts, host, /*in_place=*/true));
     });
   }
 
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
     return inPlace(OpType::REDUCE, "mccl:reduce", tensors, [this, opts = withHostFactor(opts)](auto& host, auto&) {
-      c10d::ReduceOptions gloo_opts = opts;
-      gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host, /*in_place=*/true);
-      return gloo_->reduce(host, gloo_opts);
+      return gloo_->reduce(host, scaledForGloo(opts, host, /*in_place=*/true));
     });
   }
 
@@ -561,8 +558,7 @@ class ProcessGroupMydev final : public c10d::Backend {
                                                 const c10d::ReduceScatterOptions& opts) override {
     return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", flatten(inputs), outputs,
                       [this, opts = withHostFactor(opts), sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
-                        c10d::ReduceScatterOptions gloo_opts = opts;
-                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
+                        const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, host_in, /*in_place=*/false);
                         auto lists = regroup(host_in, sizes);
                         return gloo_->reduce_scatter(host_out, lists, gloo_opts);
                       });
@@ -572,8 +568,7 @@ class ProcessGroupMydev final : public c10d::Backend {
                                                       const c10d::ReduceScatterOptions& opts) override {
     return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", {input}, {output},
                       [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
-                        c10d::ReduceScatterOptions gloo_opts = opts;
-                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
+                        const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, host_in, /*in_place=*/false);
                         return gloo_->_reduce_scatter_base(host_out[0], host_in[0], gloo_opts);
                       });
   }
@@ -583,8 +578,7 @@ class ProcessGroupMydev final : public c10d::Backend {
                                                                  const c10d::ReduceScatterOptions& opts) override {
     return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", inputs, outputs,
                       [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
-                        c10d::ReduceScatterOptions gloo_opts = opts;
-                        gloo_opts.reduceOp = scaleForPremulSum(opts.reduceOp, host_in, /*in_place=*/false);
+                        const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, host_in, /*in_place=*/false);
                         return gloo_->reduce_scatter_tensor_coalesced(host_out, host_in, gloo_opts);
                       });
   }
@@ -660,6 +654,13 @@ class ProcessGroupMydev final : public c10d::Backend {
     return c10d::ReduceOp(c10d::ReduceOp::SUM);
   }
 
+  // Gloo's options for a reduction: PREMUL_SUM becomes the scaling (above) and a SUM.
+  template <typename Options>
+  static Options scaledForGloo(Options options, std::vector<at::Tensor>& inputs, bool in_place) {
+    options.reduceOp = scaleForPremulSum(options.reduceOp, inputs, in_place);
+    return options;
+  }
+
   c10::intrusive_ptr<c10d::Work> collective(OpType type, const char* title, std::vector<at::Tensor> inputs,
                                             std::vector<at::Tensor> outputs, GlooCall call,
                                             bool outputs_are_inputs = false, c10::DeviceIndex barrier_device = -1) {
@@ -730,12 +731,10 @@ class ProcessGroupMydev final : public c10d::Backend {
       work->endedOnHost(std::current_exception());
       throw;
     }
-    if (type != OpType::SEND && type != OpType::RECV) {
-      ++sequence_number_;
-    }
     last_device_ = stream.unwrap().device_index();
     (is_send ? last_send_ : last_of_comm_stream_) = work;
     if (type != OpType::SEND && type != OpType::RECV) {
+      ++sequence_number_;
       last_collective_ = work;
     }
   }
@@ -814,8 +813,9 @@ class ProcessGroupMydev final : public c10d::Backend {
                    }
                    if (work->kernelEnded(failure)) {
                      // The comm thread is retired only after every kernel ended (stopThreads).
-                     const c10::intrusive_ptr<CollectiveWork> held = c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work);
-                     (void)postToCommThread([held] { held->hostStep(); });
+                     (void)postToCommThread([held = c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work)] {
+                       held->hostStep();
+                     });
                    }
                  });
     work->recordEnd();
@@ -890,20 +890,16 @@ class ProcessGroupMydev final : public c10d::Backend {
   }
 
   // Completes taken futures and ends profiler ranges, off the stream workers.
-  bool postToCommThread(std::function<void()> task) {
-    return post(comm_thread_, comm_thread_retired_, "mccl comm", std::move(task));
-  }
-
   // Starts the thread on first use; refuses once stopThreads has retired it.
-  bool post(std::unique_ptr<CommThread>& thread, const bool& retired, const char* name, std::function<void()> task) {
+  bool postToCommThread(std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (retired) {
+    if (comm_thread_retired_) {
       return false;
     }
-    if (!thread) {
-      thread = std::make_unique<CommThread>(name);
+    if (!comm_thread_) {
+      comm_thread_ = std::make_unique<CommThread>("mccl comm");
     }
-    return thread->post(std::move(task));
+    return comm_thread_->post(std::move(task));
   }
 
   static std::exception_ptr shutDownError() {

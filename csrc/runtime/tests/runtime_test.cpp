@@ -124,6 +124,37 @@ struct Gate {
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
+void busy_wait(std::chrono::microseconds duration) {
+  const auto until = Clock::now() + duration;
+  while (Clock::now() < until) {
+  }
+}
+
+// A test that could hang on a lost wake-up: if it has not finished within a
+// minute, the watchdog reports how many kernels ran and ends the process.
+class HangWatchdog {
+ public:
+  HangWatchdog(const char* test, const std::atomic<int>& ran)
+      : thread_([this, test, &ran] {
+          const auto deadline = Clock::now() + std::chrono::seconds(60);
+          while (!finished_ && Clock::now() < deadline) sleep_ms(10);
+          if (!finished_) {
+            std::fprintf(stderr, "%s: hung after %d kernels\n", test, ran.load());
+            std::_Exit(3);
+          }
+        }) {}
+  ~HangWatchdog() { finish(); }
+
+  void finish() {
+    finished_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> finished_{false};
+  std::thread thread_;
+};
+
 mydevStream_t default_stream(int device) {
   mydevStream_t stream = nullptr;
   CHECK_OK(mydevDeviceGetDefaultStream(device, &stream));
@@ -853,23 +884,13 @@ TEST(bursts_after_the_worker_fell_asleep_all_run) {
   mydevStream_t stream = nullptr;
   CHECK_OK(mydevStreamCreate(&stream));
   std::atomic<int> ran{0};
-  std::atomic<bool> finished{false};
-  std::thread watchdog([&] {
-    const auto deadline = Clock::now() + std::chrono::seconds(60);
-    while (!finished && Clock::now() < deadline) sleep_ms(10);
-    if (!finished) {
-      std::fprintf(stderr, "bursts_after_the_worker_fell_asleep_all_run: hung after %d kernels\n", ran.load());
-      std::_Exit(3);
-    }
-  });
+  HangWatchdog watchdog("bursts_after_the_worker_fell_asleep_all_run", ran);
   std::mt19937 random(11);
   int launched = 0;
   for (int round = 0; round < 5000; ++round) {
     // Busy-waits around the worker's spin time, so that launches land just
     // before, during and after its falling asleep.
-    const auto until = Clock::now() + std::chrono::microseconds(15 + random() % 40);
-    while (Clock::now() < until) {
-    }
+    busy_wait(std::chrono::microseconds(15 + random() % 40));
     const int burst = round % 250 == 0 ? 1500 : 1 + static_cast<int>(random() % 3);
     for (int i = 0; i < burst; ++i) {
       CHECK_OK(launch("count", [&ran] { ++ran; }, stream));
@@ -878,8 +899,7 @@ TEST(bursts_after_the_worker_fell_asleep_all_run) {
     if (round % 7 == 0) CHECK_OK(mydevStreamSynchronize(stream));
   }
   CHECK_OK(mydevStreamSynchronize(stream));
-  finished = true;
-  watchdog.join();
+  watchdog.finish();
   CHECK_EQ(ran.load(), launched);
   CHECK_OK(mydevStreamDestroy(stream));
 }
@@ -891,35 +911,22 @@ TEST(launches_after_a_long_kernel_all_run) {
   mydevStream_t stream = nullptr;
   CHECK_OK(mydevStreamCreate(&stream));
   std::atomic<int> ran{0};
-  std::atomic<bool> finished{false};
-  std::thread watchdog([&] {
-    const auto deadline = Clock::now() + std::chrono::seconds(60);
-    while (!finished && Clock::now() < deadline) sleep_ms(10);
-    if (!finished) {
-      std::fprintf(stderr, "launches_after_a_long_kernel_all_run: hung after %d kernels\n", ran.load());
-      std::_Exit(3);
-    }
-  });
+  HangWatchdog watchdog("launches_after_a_long_kernel_all_run", ran);
   std::mt19937 random(5);
   int launched = 0;
   for (int round = 0; round < 300; ++round) {
     const auto long_kernel = std::chrono::microseconds(350 + random() % 200);
     CHECK_OK(launch("long", [&ran, long_kernel] {
-      const auto until = Clock::now() + long_kernel;
-      while (Clock::now() < until) {
-      }
+      busy_wait(long_kernel);
       ++ran;
     }, stream));
-    const auto until = Clock::now() + long_kernel + std::chrono::microseconds(random() % 60);
-    while (Clock::now() < until) {
-    }
+    busy_wait(long_kernel + std::chrono::microseconds(random() % 60));
     CHECK_OK(launch("count", [&ran] { ++ran; }, stream));
     launched += 2;
     if (round % 5 == 0) CHECK_OK(mydevStreamSynchronize(stream));
   }
   CHECK_OK(mydevStreamSynchronize(stream));
-  finished = true;
-  watchdog.join();
+  watchdog.finish();
   CHECK_EQ(ran.load(), launched);
   CHECK_OK(mydevStreamDestroy(stream));
 }
