@@ -52,6 +52,7 @@ class TestDLPack(TestCase):
         x = torch.ones(8, device="mydev")
         imported = torch.from_dlpack(x)
         side = torch.mydev.Stream()
+        side.wait_stream(torch.mydev.current_stream())  # x's fill, as on CUDA: streams are not ordered otherwise
         with torch.mydev.stream(side):
             imported.add_(1)
         imported.record_stream(side)  # its memory is the producer's to keep: nothing to record
