@@ -211,6 +211,7 @@ def stream_semantics(rank, world_size, init_file):
         big = torch.randn(512, 512, device=device)
         for _ in range(3):
             side = torch.mydev.Stream()
+            side.wait_stream(torch.mydev.current_stream())  # big's randn, as on CUDA
             with torch.mydev.stream(side):
                 produced = (big @ big).sum().reshape(1) * 0 + rank + 1  # slow kernels before the input is ready
                 work = dist.all_reduce(produced, async_op=True)

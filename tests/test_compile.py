@@ -300,6 +300,7 @@ class TestTritonCodegen(TestCase):
         weights = torch.randn(128, 128, device=device)
         compiled(weights)
         side = torch.mydev.Stream(device=device)
+        side.wait_stream(torch.mydev.current_stream(device))  # weights' randn, as on CUDA
         with torch.mydev.stream(side):
             product = weights @ weights
             final = compiled(product) * 3
