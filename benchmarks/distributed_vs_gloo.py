@@ -1,8 +1,9 @@
 """mccl against gloo on the CPU, in the same processes: all_reduce of 1 KB to 64 MB on mydev tensors (mccl, which
-runs gloo as kernels over device memory) and on CPU tensors (gloo itself), as algorithm bandwidth (bytes / time);
-target: mccl at least 0.9x gloo's bandwidth. Then a DDP training step on 2 ranks against the same step on 1 rank.
+runs gloo as kernels over device memory) and on CPU tensors (gloo itself, and a second gloo group as a control), as
+algorithm bandwidth (bytes / time); target: mccl at least 0.9x gloo's bandwidth (the median over runs). Then a DDP
+training step on 2 ranks against the same step on 1 rank.
 
-    .venv/bin/python benchmarks/distributed_vs_gloo.py [--ranks 2] [--repeat 9]
+    .venv/bin/python benchmarks/distributed_vs_gloo.py [--ranks 2] [--repeat 9] [--runs 5]
 """
 import argparse
 import os
@@ -14,9 +15,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+SIZES = [1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 TARGET = 0.9
 SAMPLING_SECONDS = 0.5
-SIZES = [1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
+BATCH_SECONDS = 0.025
 
 
 def timed(function, repeat):
@@ -28,46 +30,63 @@ def timed(function, repeat):
     return statistics.median(samples)
 
 
-def interleaved(first, second, repeat):
-    """Medians of both, timed in turns, so that a slow phase of the machine falls on both."""
-    samples = ([], [])
-    for _ in range(repeat):
-        for function, times in zip((first, second), samples):
-            start = time.perf_counter()
-            function()
-            times.append(time.perf_counter() - start)
-    return statistics.median(samples[0]), statistics.median(samples[1])
-
-
-def sample_count(on_cpu, repeat):
-    """Samples enough to last about SAMPLING_SECONDS per device (at least `repeat`, at most 40x that): a collective of
-    1 KB to 1 MB takes ~1 ms, and the scheduler's stalls on a 2-core host last several ms. Every rank takes the largest
-    count, or the collectives would not pair up."""
+def batch_shape(on_cpu, repeat, group):
+    """How many operations a timed batch runs (enough for ~BATCH_SECONDS) and how many batches each contender gets
+    (enough for ~SAMPLING_SECONDS, at least `repeat`). Every rank takes the largest counts, or the collectives
+    would not pair up."""
     start = time.perf_counter()
     on_cpu()
-    count = torch.tensor([min(40 * repeat, max(repeat, int(SAMPLING_SECONDS / (time.perf_counter() - start))))])
-    dist.all_reduce(count, op=dist.ReduceOp.MAX)
-    return int(count)
+    seconds = time.perf_counter() - start
+    per_batch = max(1, int(BATCH_SECONDS / seconds))
+    batches = max(repeat, int(SAMPLING_SECONDS / (per_batch * seconds)))
+    counts = torch.tensor([per_batch, min(4 * repeat, batches)])
+    dist.all_reduce(counts, op=dist.ReduceOp.MAX, group=group)
+    return int(counts[0]), int(counts[1])
+
+
+def batch(function, count, group):
+    """The seconds each of `count` operations took, in a batch that starts on every rank at once (a barrier).
+    Timing operations of one contender in a row keeps a rank's sample from absorbing its peer's lag from another
+    contender's last operation, which moved ratios by up to 50% when they alternated operation by operation."""
+    dist.barrier(group=group)
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return samples
 
 
 def all_reduce_rank(rank, world_size, init_file, repeat, results):
+    """Per size, the median all_reduce of three contenders: gloo (the default group's, on CPU tensors), a second gloo
+    group (the control: what the same transport measures against itself) and mccl (on mydev tensors)."""
     torch.mydev.set_device(rank)
     dist.init_process_group("cpu:gloo,mydev:mccl", init_method=f"file://{init_file}", rank=rank, world_size=world_size)
+    control = dist.new_group(backend="gloo")
     rows = []
     for size in SIZES:
         cpu = torch.ones(size // 4)
         device = cpu.to(f"mydev:{rank}")
-
-        def on_cpu():
-            dist.all_reduce(cpu)
-
-        def on_device():
-            dist.all_reduce(device)
-            torch.mydev.synchronize()
-
-        for function in (on_cpu, on_device):
+        contenders = [
+            lambda: dist.all_reduce(cpu),
+            lambda: dist.all_reduce(cpu, group=control),
+            lambda: (dist.all_reduce(device), torch.mydev.synchronize()),
+        ]
+        for function in contenders:
             function()
-        rows.append((size, *interleaved(on_cpu, on_device, sample_count(on_cpu, repeat))))
+        count, batches = batch_shape(contenders[0], repeat, control)
+        samples = [[] for _ in contenders]
+        for turn in range(batches):
+            # The order rotates, so that no contender always follows the same one.
+            for index in range(len(contenders)):
+                index = (index + turn) % len(contenders)
+                samples[index].extend(batch(contenders[index], count, control))
+        # The median operation: this host's scheduler stalls a woken thread for a 4 ms tick now and then (a tenth of
+        # small collectives, on any backend), which would otherwise decide the result. A collective ends when its
+        # slowest rank does.
+        medians = torch.tensor([statistics.median(times) for times in samples])
+        dist.all_reduce(medians, op=dist.ReduceOp.MAX, group=control)
+        rows.append((size, *medians.tolist()))
     if rank == 0:
         results.put(rows)
     dist.destroy_process_group()
@@ -118,22 +137,42 @@ def run(worker, world_size, repeat):
     return results.get()
 
 
+def size_label(size):
+    return f"{size >> 20} MB" if size >= 1 << 20 else f"{size >> 10} KB"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ranks", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--repeat", type=int, default=9, help="batches per contender and size, at least")
+    parser.add_argument("--runs", type=int, default=5, help="all_reduce runs, each with fresh ranks and connections")
     args = parser.parse_args()
 
-    print(f"all_reduce on {args.ranks} ranks (median of {args.repeat} to {40 * args.repeat} samples, as many as last "
-          f"~{SAMPLING_SECONDS} s per size and device; gloo and mccl timed in turns):")
-    print(f"{'size':>8} {'gloo (CPU)':>12} {'mccl (mydev)':>14} {'mccl/gloo bandwidth':>20}")
+    print(f"all_reduce on {args.ranks} ranks, {args.runs} runs of fresh ranks; in each, per size and contender, the "
+          f"median operation of {args.repeat} to {4 * args.repeat} batches of ~{BATCH_SECONDS * 1000:.0f} ms (each "
+          f"started on all ranks at once, contenders in turns, slowest rank). Bandwidth ratios against gloo per run, "
+          f"then their median:")
+    ratios = {size: ([], []) for size in SIZES}
+    bandwidths = {size: ([], []) for size in SIZES}
+    for _ in range(args.runs):
+        for size, gloo, control, mccl in run(all_reduce_rank, args.ranks, args.repeat):
+            ratios[size][0].append(gloo / mccl)
+            ratios[size][1].append(gloo / control)
+            bandwidths[size][0].append(size / gloo / 1e6)
+            bandwidths[size][1].append(size / mccl / 1e6)
+    print(f"{'size':>8} {'gloo MB/s':>10} {'mccl MB/s':>10}  {'mccl/gloo per run':<{6 * args.runs}} {'median':>7}   "
+          f"{'control/gloo per run':<{6 * args.runs}} {'median':>7}")
     worst = None
-    for size, cpu, device in run(all_reduce_rank, args.ranks, args.repeat):
-        ratio = cpu / device
-        worst = ratio if worst is None else min(worst, ratio)
-        label = f"{size >> 20} MB" if size >= 1 << 20 else f"{size >> 10} KB"
-        print(f"{label:>8} {size / cpu / 1e6:>9.1f} MB/s {size / device / 1e6:>11.1f} MB/s {ratio:>19.2f}x")
-    print(f"worst ratio {worst:.2f}x (target >= {TARGET}x: {'met' if worst >= TARGET else 'MISSED'})")
+    for size in SIZES:
+        mccl_runs, control_runs = ratios[size]
+        mccl_ratio = statistics.median(mccl_runs)
+        worst = mccl_ratio if worst is None else min(worst, mccl_ratio)
+        print(f"{size_label(size):>8} {statistics.median(bandwidths[size][0]):>10.1f} "
+              f"{statistics.median(bandwidths[size][1]):>10.1f}  "
+              f"{''.join(f'{r:6.2f}' for r in mccl_runs):<{6 * args.runs}} {mccl_ratio:>6.2f}x   "
+              f"{''.join(f'{r:6.2f}' for r in control_runs):<{6 * args.runs}} {statistics.median(control_runs):>6.2f}x")
+    print(f"worst median ratio {worst:.2f}x (target >= {TARGET}x: {'met' if worst >= TARGET else 'MISSED'}); the control "
+          f"is gloo against a second gloo group: how far this host moves a ratio of equals")
 
     one = run(ddp_step_rank, 1, args.repeat)
     many = run(ddp_step_rank, args.ranks, args.repeat)
