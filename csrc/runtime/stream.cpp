@@ -127,7 +127,7 @@ uint64_t mydevStream::next_seq_locked() {
   return seq;
 }
 
-void mydevStream::publish_locked(uint64_t seq, mydev::Task task, const char* name) {
+void mydevStream::publish_locked(uint64_t seq, mydev::Task task, const char* name, bool wake) {
   const uint64_t index = seq % kCapacity;
   if (name != nullptr) {
     std::strncpy(names_[index].text, name, mydev::kMaxKernelName);
@@ -140,7 +140,7 @@ void mydevStream::publish_locked(uint64_t seq, mydev::Task task, const char* nam
   // seq_cst here and on worker_asleep_ (wait_for_task): either the worker
   // sees this task before it sleeps, or this thread sees it asleep.
   slot.published.store(seq, std::memory_order_seq_cst);
-  if (worker_asleep_.load(std::memory_order_seq_cst)) {
+  if (wake && worker_asleep_.load(std::memory_order_seq_cst)) {
     std::lock_guard<std::mutex> sleeping(sleep_mutex_);
     work_cv_.notify_one();
   }
@@ -161,9 +161,62 @@ void mydevStream::release_retired() {
   release_until_locked(completed_.load(std::memory_order_acquire));
 }
 
+uint64_t mydevStream::begin_host_task(mydev::Task task) {
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  if (!is_complete(submitted_.load(std::memory_order_relaxed))) return 0;
+  const uint64_t seq = next_seq_locked();
+  publish_locked(seq, std::move(task), nullptr, /*wake=*/false);
+  return seq;
+}
+
+void mydevStream::end_host_task(uint64_t seq, mydev::HostTaskState* state) {
+  bool ended_for_worker = false;
+  bool work_queued_behind = false;
+  {
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    state->ended = true;
+    // Everything before the task was done when it began, so a sleeping worker
+    // runs nothing: it sleeps at this task, or at an earlier one that ended
+    // the same way, and this thread completes the task for it. The completion
+    // is stored under the lock, so that the worker, woken by a later launch,
+    // cannot miss it and fall asleep again with work queued.
+    if (worker_asleep_.load(std::memory_order_relaxed)) {
+      completed_.store(seq, std::memory_order_seq_cst);
+      ended_for_worker = true;
+      work_queued_behind = submitted_.load(std::memory_order_acquire) > seq;
+    }
+  }
+  if (work_queued_behind) work_cv_.notify_one();
+  if (ended_for_worker) wake_waiters();
+}
+
+void mydevStream::wait_for_host_task(uint64_t seq, const mydev::HostTaskState& state) {
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  if (state.ended) return;
+  worker_asleep_.store(true, std::memory_order_seq_cst);
+  // Not `state`: ending the task here may free it (end_host_task).
+  work_cv_.wait(lock, [&] { return is_complete(seq); });
+  worker_asleep_.store(false, std::memory_order_relaxed);
+}
+
+void mydevStream::complete(uint64_t seq) {
+  completed_.store(seq, std::memory_order_seq_cst);
+  wake_waiters();
+}
+
+void mydevStream::wake_waiters() {
+  // seq_cst on both sides (waiters_ here, completed_ in wait_for_completion)
+  // guarantees that either a waiter is seen and notified, or it sees the
+  // completion.
+  if (waiters_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lock(done_mutex_);
+    done_cv_.notify_all();
+  }
+}
+
 void mydevStream::wait_for_completion(uint64_t seq, bool spin) {
   if (spin ? spin_until([&] { return is_complete(seq); }) : is_complete(seq)) return;
-  // seq_cst on both sides (waiters_ here, completed_ in run()) guarantees that
+  // seq_cst on both sides (waiters_ here, completed_ in complete()) guarantees that
   // either the worker sees a waiter and notifies, or we see the completion.
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   {
@@ -192,8 +245,11 @@ void mydevStream::stop() {
 
 bool mydevStream::wait_for_task(uint64_t seq, bool spin) {
   const Slot& slot = slots_[seq % kCapacity];
+  // A host task queued without waking this worker may also be ended (and so
+  // completed) while it sleeps.
   const auto has_work = [&] {
-    return slot.published.load(std::memory_order_seq_cst) == seq || stopping_.load(std::memory_order_seq_cst);
+    return slot.published.load(std::memory_order_seq_cst) == seq || stopping_.load(std::memory_order_seq_cst) ||
+           is_complete(seq);
   };
   if (!(spin ? spin_until(has_work) : has_work())) {
     std::unique_lock<std::mutex> lock(sleep_mutex_);
@@ -202,7 +258,7 @@ bool mydevStream::wait_for_task(uint64_t seq, bool spin) {
     worker_asleep_.store(false, std::memory_order_relaxed);
   }
   // stop() drains the queue first, so a stopping stream has nothing left.
-  return slot.published.load(std::memory_order_acquire) == seq;
+  return slot.published.load(std::memory_order_acquire) == seq || is_complete(seq);
 }
 
 void mydevStream::run() {
@@ -213,18 +269,23 @@ void mydevStream::run() {
   pthread_setname_np(pthread_self(), name);
   bool spin = true;
   for (uint64_t seq = 1; wait_for_task(seq, spin); ++seq) {
+    // A host task its agent ended while this worker slept: its slot may be
+    // released already.
+    if (is_complete(seq)) continue;
     const uint64_t index = seq % kCapacity;
+    const mydev::Task& task = slots_[index].task;
     const auto start = std::chrono::steady_clock::now();
-    execute(slots_[index].task, names_[index].text, seq);
+    if (task.fn == nullptr) {
+      wait_for_host_task(seq, *static_cast<const mydev::HostTaskState*>(task.args));
+    } else {
+      execute(task, names_[index].text, seq);
+    }
     // After a long task (a collective waiting on its peers, a large kernel)
     // the next launch is rarely a spin away: polling for it would take a core
     // from other threads (another rank's, on a shared host) for nothing.
     spin = std::chrono::steady_clock::now() - start < kLongTask;
-    completed_.store(seq, std::memory_order_seq_cst);
-    if (waiters_.load(std::memory_order_seq_cst) > 0) {
-      std::lock_guard<std::mutex> lock(done_mutex_);
-      done_cv_.notify_all();
-    }
+    // A host task's agent may have completed it, and later ones, already.
+    if (!is_complete(seq)) complete(seq);
   }
 }
 

@@ -28,6 +28,7 @@ constexpr size_t kMaxKernelName = 63;
 struct Task {
   // A user kernel, run with the kernel context set, or the runtime's own work
   // (copies, event markers, waits on other streams), made by runtime_work.
+  // NULL for a host task, whose args are its HostTaskState.
   mydevKernelFn fn = nullptr;
   void* args = nullptr;
   mydevReleaseFn release = nullptr;
@@ -57,6 +58,12 @@ Task runtime_work(Work work) {
   task.is_runtime_work = true;
   return task;
 }
+
+// A host task's slot (host_task.cpp): whether its agent has ended it,
+// guarded by the stream's sleep lock.
+struct HostTaskState {
+  bool ended = false;
+};
 
 constexpr uint32_t kStreamMagic = 0x5354524d;  // "STRM"
 
@@ -114,6 +121,14 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // (correlation, activity, injected fault).
   uint64_t submit_kernel(const char* name, mydevKernelFn fn, size_t args_size, mydevArgsConstructFn construct,
                          void* context, mydevReleaseFn release, const mydev::Task& tags);
+  // Queues a host task (fn NULL, args its HostTaskState) if nothing is
+  // pending, without waking the worker: its agent may end it before the
+  // worker gets there. Returns its sequence number, or 0 and queues nothing.
+  uint64_t begin_host_task(mydev::Task task);
+  // The agent's end of host task `seq`. If the worker sleeps, the task
+  // completes here and wakes the stream's waiters; the worker passes it when
+  // the next launch wakes it. `state` may be freed once this returns.
+  void end_host_task(uint64_t seq, mydev::HostTaskState* state);
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
   bool is_complete(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
   // Blocks until task `seq` (and so every earlier one) has run, then
@@ -184,8 +199,9 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // Takes the next sequence number, releasing finished tasks first as needed
   // (submit_mutex_ held).
   uint64_t next_seq_locked();
-  // Puts task `seq` in its slot and hands it to the worker (submit_mutex_ held).
-  void publish_locked(uint64_t seq, mydev::Task task, const char* name);
+  // Puts task `seq` in its slot and hands it to the worker, waking it if
+  // `wake` (submit_mutex_ held).
+  void publish_locked(uint64_t seq, mydev::Task task, const char* name, bool wake = true);
   // Where `bytes` of kernel arguments fit in the ring, or nullptr when they do
   // not; `end` receives the end of their span (submit_mutex_ held).
   void* reserve_args_locked(size_t bytes, uint64_t* end);
@@ -198,6 +214,11 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // Waits until task `seq` is queued (polling first if `spin`); false once
   // the stream stops with none.
   bool wait_for_task(uint64_t seq, bool spin);
+  // Sleeps until the agent of host task `seq` has ended it.
+  void wait_for_host_task(uint64_t seq, const mydev::HostTaskState& state);
+  // Marks every task up to `seq` done and wakes the threads waiting for one.
+  void complete(uint64_t seq);
+  void wake_waiters();
   void execute(const mydev::Task& task, const char* name, uint64_t seq);
   // Releases the tasks up to `seq`, which have completed (submit_mutex_ held).
   void release_until_locked(uint64_t seq);
@@ -225,6 +246,7 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // submitter takes sleep_mutex_ only to wake it.
   alignas(kCacheLine) std::mutex sleep_mutex_;
   std::condition_variable work_cv_;
+  // Set and cleared under sleep_mutex_.
   std::atomic<bool> worker_asleep_{false};
 
   alignas(kCacheLine) std::atomic<uint64_t> completed_{0};

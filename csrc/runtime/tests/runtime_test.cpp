@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include <mydev/host_task.h>
+
 #include "../internal.h"
 
 // ---- a tiny test registry ---------------------------------------------------
@@ -635,7 +637,7 @@ TEST(memcpy_async_pinned_is_truly_async) {
   CHECK_OK(launch("fill", fill_kernel(a, 9, n), stream));
   CHECK_OK(mydevMemcpyAsync(pinned + 0, a, n, mydevMemcpyDeviceToHost, stream));
   sleep_ms(20);
-  CHECK_EQ(mydevStreamQuery(stream), mydevErrorNotReady);
+  CHECK_ERR(mydevStreamQuery(stream), mydevErrorNotReady);
   CHECK_EQ(static_cast<int>(pinned[0]), 5);  // the copy back has not run
   gate.open = true;
   CHECK_OK(mydevStreamSynchronize(stream));
@@ -958,6 +960,138 @@ TEST(blocking_sync_event_waiter_sleeps) {
   CHECK_OK(mydevEventQuery(event));
   CHECK_OK(mydevEventDestroy(event));
   CHECK(!gate.timed_out);
+}
+
+TEST(host_task_holds_its_place_in_the_stream_until_ended) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  float* data = nullptr;
+  CHECK_OK(mydevMalloc(reinterpret_cast<void**>(&data), sizeof(float)));
+  mydevHostTask_t task = nullptr;
+  CHECK_OK(mydevHostTaskBegin(stream, &task));
+  // The agent writes device memory through its mapping; the kernel queued
+  // behind the task reads what the agent wrote.
+  float* agent_view = nullptr;
+  CHECK_OK(mydevHostTaskMapPointer(task, data, reinterpret_cast<void**>(&agent_view)));
+  std::atomic<float> kernel_saw{0.0f};
+  CHECK_OK(launch("after the host task", [data, &kernel_saw] {
+    float* mapped = nullptr;
+    CHECK_OK(mydevKernelMapPointer(data, reinterpret_cast<void**>(&mapped)));
+    kernel_saw = *mapped;
+  }, stream));
+  mydevEvent_t event = nullptr;
+  CHECK_OK(mydevEventCreateWithFlags(&event, mydevEventBlockingSync | mydevEventDisableTiming));
+  CHECK_OK(mydevEventRecord(event, stream));
+  sleep_ms(50);
+  CHECK_ERR(mydevStreamQuery(stream), mydevErrorNotReady);
+  CHECK_ERR(mydevEventQuery(event), mydevErrorNotReady);
+  CHECK_EQ(kernel_saw.load(), 0.0f);
+  // Another host task cannot begin while this one is pending.
+  mydevHostTask_t second = nullptr;
+  CHECK_ERR(mydevHostTaskBegin(stream, &second), mydevErrorNotReady);
+  *agent_view = 42.0f;
+  std::thread agent([task] { CHECK_OK(mydevHostTaskEnd(task)); });
+  CHECK_OK(mydevEventSynchronize(event));
+  agent.join();
+  CHECK_EQ(kernel_saw.load(), 42.0f);
+  CHECK_OK(mydevEventDestroy(event));
+  CHECK_OK(mydevFree(data));
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
+TEST(host_task_waits_for_pending_work_to_begin) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  Gate gate;
+  CHECK_OK(launch("gate", [&] { gate.wait(); }, stream));
+  mydevHostTask_t task = nullptr;
+  CHECK_ERR(mydevHostTaskBegin(stream, &task), mydevErrorNotReady);
+  CHECK_CONTAINS(mydevGetLastErrorMessage(), "pending");
+  gate.open = true;
+  CHECK_OK(mydevStreamSynchronize(stream));
+  CHECK_OK(mydevHostTaskBegin(stream, &task));
+  CHECK_OK(mydevHostTaskEnd(task));
+  CHECK_OK(mydevStreamSynchronize(stream));
+  CHECK_OK(mydevStreamDestroy(stream));
+  CHECK(!gate.timed_out);
+}
+
+TEST(host_tasks_back_to_back_complete_without_the_worker) {
+  // A collective loop: host task after host task, each waited for through an
+  // event, no kernel in between. The worker sleeps through all of them: each
+  // agent completes its task itself, which a worker still asleep at an
+  // earlier host task must not undo when a launch finally wakes it.
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  mydevEvent_t event = nullptr;
+  CHECK_OK(mydevEventCreateWithFlags(&event, mydevEventBlockingSync | mydevEventDisableTiming));
+  std::atomic<int> ended{0};
+  HangWatchdog watchdog("host_tasks_back_to_back_complete_without_the_worker", ended);
+  for (int round = 0; round < 2000; ++round) {
+    mydevHostTask_t task = nullptr;
+    CHECK_OK(mydevHostTaskBegin(stream, &task));
+    CHECK_OK(mydevEventRecord(event, stream));
+    std::thread agent([task, &ended] {
+      CHECK_OK(mydevHostTaskEnd(task));
+      ++ended;
+    });
+    CHECK_OK(mydevEventSynchronize(event));
+    agent.join();
+  }
+  std::atomic<int> ran{0};
+  CHECK_OK(launch("after the host tasks", [&ran] { ++ran; }, stream));
+  CHECK_OK(mydevStreamSynchronize(stream));
+  watchdog.finish();
+  CHECK_EQ(ran.load(), 1);
+  CHECK_EQ(ended.load(), 2000);
+  CHECK_OK(mydevEventDestroy(event));
+  CHECK_OK(mydevStreamDestroy(stream));
+}
+
+TEST(host_tasks_ended_at_any_point_of_the_worker_all_complete) {
+  // Host tasks begin just after the worker finished a kernel (it spins, then
+  // sleeps) and end before, while and after it gets to them, from the caller
+  // or another thread, with launches queued behind some of them. A lost
+  // completion or wake-up hangs a round, which the watchdog turns into a
+  // failure.
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  std::atomic<int> ran{0};
+  HangWatchdog watchdog("host_tasks_ended_at_any_point_of_the_worker_all_complete", ran);
+  std::mt19937 random(17);
+  int launched = 0;
+  for (int round = 0; round < 3000; ++round) {
+    CHECK_OK(launch("count", [&ran] { ++ran; }, stream));
+    ++launched;
+    CHECK_OK(mydevStreamSynchronize(stream));
+    busy_wait(std::chrono::microseconds(random() % 60));
+    mydevHostTask_t task = nullptr;
+    CHECK_OK(mydevHostTaskBegin(stream, &task));
+    const int queued_behind = static_cast<int>(random() % 3);
+    const auto delay = std::chrono::microseconds(random() % 80);
+    std::thread agent;
+    if (round % 2 == 0) {
+      agent = std::thread([task, delay] {
+        busy_wait(delay);
+        CHECK_OK(mydevHostTaskEnd(task));
+      });
+    }
+    for (int i = 0; i < queued_behind; ++i) {
+      CHECK_OK(launch("count", [&ran] { ++ran; }, stream));
+    }
+    launched += queued_behind;
+    if (round % 2 == 0) {
+      agent.join();
+    } else {
+      busy_wait(delay);
+      CHECK_OK(mydevHostTaskEnd(task));
+    }
+    if (round % 3 == 0) CHECK_OK(mydevStreamSynchronize(stream));
+  }
+  CHECK_OK(mydevStreamSynchronize(stream));
+  watchdog.finish();
+  CHECK_EQ(ran.load(), launched);
+  CHECK_OK(mydevStreamDestroy(stream));
 }
 
 TEST(stream_properties_and_destroy) {
