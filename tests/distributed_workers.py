@@ -252,6 +252,21 @@ def stream_semantics(rank, world_size, init_file):
         assert_close(dropped.cpu(), torch.full((1024,), float(sum(range(1, world_size + 1)))))
         dist.barrier()
         assert "mccl comm" in thread_names()
+
+        # A collective with nothing to wait for is handed to gloo as a host task of the comm stream: no stream worker
+        # wakes for it (through a kernel, each cost the worker ~70 us of CPU time), and the stream still orders the
+        # kernel queued behind it (a strided tensor's collective, which gloo cannot take as it is).
+        ready = torch.full((256,), float(rank + 1), device=device)
+        torch.mydev.synchronize()
+        before = stream_workers_cpu_ns()
+        for _ in range(300):
+            dist.all_reduce(ready, op=dist.ReduceOp.MAX)
+        spent_ms = (stream_workers_cpu_ns() - before) / 1e6
+        assert spent_ms < 5, f"stream workers ran for {spent_ms:.1f} ms during 300 ready collectives"
+        dist.all_reduce(ready[::2])
+        expected = torch.full((256,), float(world_size))
+        expected[::2] *= world_size
+        assert_close(ready.cpu(), expected)
     finally:
         dist.destroy_process_group()
     assert not any(name.startswith("mccl") for name in thread_names()), thread_names()
@@ -260,6 +275,21 @@ def stream_semantics(rank, world_size, init_file):
 def current_thread_name():
     with open(f"/proc/self/task/{threading.get_native_id()}/comm") as file:
         return file.read().strip()
+
+
+def stream_workers_cpu_ns():
+    """CPU time the process's stream workers (threads named mydev<device> s<id>) have run, in ns."""
+    total = 0
+    for thread in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{thread}/comm") as file:
+                if not file.read().startswith("mydev"):
+                    continue
+            with open(f"/proc/self/task/{thread}/schedstat") as file:
+                total += int(file.read().split()[0])
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return total
 
 
 def thread_names():

@@ -14,6 +14,10 @@
 //     the kernel's CPU aliases of it (no copies); an event is recorded after
 //     it; the Work is returned. Launches are serialized, so gloo sees the
 //     collectives in the order they were issued, as its tags require.
+//     A collective with nothing to wait for (its inputs ready, the stream
+//     idle) is handed to gloo from this thread instead, as a host task of the
+//     stream (runtime/include/mydev/host_task.h), which gloo's thread ends:
+//     no stream worker wakes for it.
 //   Work.wait(): the host waits for that event (the runtime wakes it), as a
 //     blocking NCCL wait does; the caller's stream then needs no wait.
 //   comm thread (one per backend): completes the future of an operation
@@ -25,6 +29,8 @@
 #include "../core/Event.h"
 #include "../core/Exception.h"
 #include "../core/Stream.h"
+
+#include <mydev/host_task.h>
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
@@ -82,8 +88,7 @@ class CollectiveWork final : public c10d::Work {
         inputs_(std::move(inputs)),
         outputs_(std::move(outputs)),
         stream_(std::move(stream)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
-                                                         std::vector<c10::Device>{device})) {
+        device_(device) {
     // The event is created here, before a kernel could end and hand the Work
     // to another thread; recordEnd records it again after the kernel.
     end_.record(stream_);
@@ -124,8 +129,15 @@ class CollectiveWork final : public c10d::Work {
   // operation, or its shutdown.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
     bool ended_already = false;
+    c10::intrusive_ptr<c10::ivalue::Future> future;
     {
+      // Made on demand: most Works are only waited for.
       std::lock_guard<std::mutex> lock(state_mutex_);
+      if (!future_) {
+        future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
+                                                           std::vector<c10::Device>{device_});
+      }
+      future = future_;
       future_wanted_ = true;
       ended_already = ended_;
     }
@@ -133,13 +145,15 @@ class CollectiveWork final : public c10d::Work {
       settle();  // a kernel that passed without ending: dropped by a fault
     }
     completeFutureIfDue();
-    return future_;
+    return future;
   }
 
   // Recorded on the stream right after the operation's kernel.
   void recordEnd() { end_.record(stream_); }
 
   const MydevStream& stream() const { return stream_; }
+
+  bool profiled() const { return profiled_; }
 
   // Work queued on `stream` from now on waits for this operation.
   void orderBefore(const MydevStream& stream) const { end_.block(stream); }
@@ -168,12 +182,13 @@ class CollectiveWork final : public c10d::Work {
     }
   }
 
-  // The operation's kernel, at its end, on its stream's worker.
-  // Returns whether a host thread must take over (hostStep): the future was
+  // The end of the operation's transfer: on its stream's worker (a kernel),
+  // or on gloo's thread (a host task). Returns whether a host thread must take
+  // over (hostStep): the future was
   // taken (its callbacks, Python's too, must not run on a stream worker), or
   // a profiler range is open (its end callback carries thread-local state
   // whose release may need the GIL).
-  bool kernelEnded(std::exception_ptr failure) {
+  bool transferEnded(std::exception_ptr failure) {
     bool future_wanted = false;
     if (!markEnded(failure, &future_wanted)) {
       return false;  // its launch failed after queueing it (the host ended it then)
@@ -261,11 +276,12 @@ class CollectiveWork final : public c10d::Work {
   std::vector<at::Tensor> inputs_;  // held, like the outputs, as long as the Work
   std::vector<at::Tensor> outputs_;
   MydevStream stream_;
+  const c10::Device device_;
   // A collective is latency-bound below ~1 MB: a waiter that polled would
   // take a core from the threads (gloo's, the peers') it waits on.
   MydevEvent end_{mydevEventBlockingSync};
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
   mutable std::mutex state_mutex_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // guarded by state_mutex_; set once
   std::condition_variable ended_cv_;
   bool ended_ = false;
   bool future_wanted_ = false;
@@ -461,14 +477,15 @@ class ProcessGroupMydev final : public c10d::Backend {
     // A key space of its own: the group's CPU gloo splits on the same store.
     auto own_store = c10::make_intrusive<c10d::PrefixStore>("mccl", store);
     // Not gloo's own options, which its split would rewrite for the part (and
-    // so for this group): gloo takes its defaults, and mccl bounds each
-    // collective with the timeout it is given.
+    // so for this group): gloo takes its defaults, then the timeout, which
+    // bounds a collective handed to gloo directly as a kernel's wait does.
     const c10::intrusive_ptr<Backend::Options> options = opts ? opts : getBackendOptions();
     c10::intrusive_ptr<Backend> gloo_part = gloo_->split(own_store, ranks, options);
     if (!gloo_part) {
       return nullptr;
     }
     const std::chrono::milliseconds timeout = options->timeout;
+    gloo_part->setTimeout(timeout);
     return c10::make_intrusive<ProcessGroupMydev>(gloo_part, gloo_part->getRank(), gloo_part->getSize(), timeout);
   }
 
@@ -707,12 +724,14 @@ class ProcessGroupMydev final : public c10d::Backend {
     }
     finished = takeFinishedWorks();
     // The inputs' producers, on the caller's stream, come first.
-    MydevEvent inputs_ready;
-    inputs_ready.record(caller);
-    inputs_ready.block(stream);
+    inputs_ready_.record(caller);
+    inputs_ready_.block(stream);
     orderAfterEarlierOperations(type, stream);
     // The caller may drop its tensors before the stream has used them.
     for (const auto* tensors : {&inputs, &outputs}) {
+      if (tensors == &outputs && outputs_are_inputs) {
+        break;
+      }
       for (const at::Tensor& tensor : *tensors) {
         if (tensor.has_storage() && tensor.storage().data_ptr().get() != nullptr) {
           c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).recordDataPtrOnStream(tensor.storage().data_ptr(),
@@ -723,7 +742,9 @@ class ProcessGroupMydev final : public c10d::Backend {
     // Held before the launch: the kernel has the Work by pointer.
     in_flight_.push_back(work);
     try {
-      launchOnStream(work, title, stream, inputs, outputs, std::move(call), outputs_are_inputs);
+      if (!startOnHost(work, type, stream, inputs, outputs, call, outputs_are_inputs)) {
+        launchOnStream(work, title, stream, inputs, outputs, std::move(call), outputs_are_inputs);
+      }
     } catch (...) {
       // This rank may have skipped a collective the others make: as after a
       // failed one, the group is unusable.
@@ -811,14 +832,96 @@ class ProcessGroupMydev final : public c10d::Backend {
                        breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
                      }
                    }
-                   if (work->kernelEnded(failure)) {
-                     // The comm thread is retired only after every kernel ended (stopThreads).
-                     (void)postToCommThread([held = c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work)] {
-                       held->hostStep();
-                     });
-                   }
+                   transferEnded(work, failure);
                  });
     work->recordEnd();
+  }
+
+  // The comm thread is retired only after every operation ended (stopThreads).
+  void transferEnded(CollectiveWork* work, std::exception_ptr failure) {
+    if (work->transferEnded(failure)) {
+      (void)postToCommThread([held = c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work)] { held->hostStep(); });
+    }
+  }
+
+  // A collective with nothing to wait for is handed to gloo from the caller's
+  // thread, as a host task of its stream that gloo's thread ends: the stream
+  // holds its place (later work, the end event and synchronizations wait for
+  // it) with no worker woken to run it, which saves two sleeps and wake-ups
+  // per collective (most of what mccl cost small collectives on a busy host).
+  // The stream begins the task only if nothing is pending on it: no producer
+  // of the inputs (the wait queued on it above), no earlier operation.
+  // Only collectives whose gloo Work completes its future by itself are
+  // handed over (gloo's reduce-scatter, for one, finishes only in wait());
+  // they are also the ones a training step issues once its inputs are ready.
+  // Profiled operations (a kernel gives the profiler its device row) and
+  // tensors gloo cannot take as they are go through a kernel.
+  // Returns false, having done nothing, where a kernel must run it.
+  bool startOnHost(const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const MydevStream& stream,
+                   const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                   const GlooCall& call, bool outputs_are_inputs) {
+    const bool future_completes = type == OpType::ALLREDUCE || type == OpType::BROADCAST ||
+                                  type == OpType::ALLGATHER || type == OpType::_ALLGATHER_BASE;
+    if (!future_completes || work->profiled() || !readableByGloo(inputs) || !readableByGloo(outputs) ||
+        brokenError()) {
+      return false;
+    }
+    mydevHostTask_t task = nullptr;
+    if (mydevHostTaskBegin(stream.handle(), &task) != mydevSuccess) {
+      return false;
+    }
+    std::exception_ptr failure;
+    c10::intrusive_ptr<c10d::Work> transfer;
+    try {
+      std::vector<at::Tensor> host_in = hostAliases(task, inputs);
+      std::vector<at::Tensor> host_out = outputs_are_inputs ? host_in : hostAliases(task, outputs);
+      transfer = call(host_in, host_out);
+      TORCH_CHECK(transfer, "mccl: gloo returned no Work");
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    // Runs on gloo's thread, or here if gloo is done already: under no lock of
+    // mccl's but launch_mutex_, which ending takes none of.
+    auto end = [this, work = work.get(), task](std::exception_ptr failure) {
+      if (failure) {
+        breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
+      }
+      transferEnded(work, failure);
+      (void)mydevHostTaskEnd(task);  // the Work ends first, as in a kernel
+    };
+    if (!failure) {
+      try {
+        transfer->getFuture()->addCallback([end](c10::ivalue::Future& done) {
+          end(done.hasError() ? done.exception_ptr() : nullptr);
+        });
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+    if (failure) {
+      end(failure);
+    }
+    work->recordEnd();
+    return true;
+  }
+
+  static bool readableByGloo(const std::vector<at::Tensor>& tensors) {
+    return std::all_of(tensors.begin(), tensors.end(), [](const at::Tensor& tensor) {
+      return tensor.layout() == c10::kStrided && tensor.is_contiguous() && !tensor.is_conj() && !tensor.is_neg() &&
+             tensor.numel() > 0;
+    });
+  }
+
+  // CPU tensors over the device memory, which the host task maps for gloo.
+  static std::vector<at::Tensor> hostAliases(mydevHostTask_t task, const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> aliases;
+    aliases.reserve(tensors.size());
+    for (const at::Tensor& tensor : tensors) {
+      void* host = nullptr;
+      MYDEV_CHECK(mydevHostTaskMapPointer(task, tensor.data_ptr(), &host));
+      aliases.push_back(at::from_blob(host, tensor.sizes(), tensor.strides(), tensor.options().device(c10::kCPU)));
+    }
+    return aliases;
   }
 
   // Gloo takes contiguous tensors only; a strided alias goes through a
@@ -966,6 +1069,7 @@ class ProcessGroupMydev final : public c10d::Backend {
   std::mutex launch_mutex_;
   // Under launch_mutex_:
   bool closed_ = false;
+  MydevEvent inputs_ready_;  // recorded again for each operation
   std::vector<c10::intrusive_ptr<CollectiveWork>> in_flight_;
   c10::intrusive_ptr<CollectiveWork> last_send_;
   c10::intrusive_ptr<CollectiveWork> last_collective_;
