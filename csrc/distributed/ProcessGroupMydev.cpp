@@ -882,12 +882,19 @@ class ProcessGroupMydev final : public c10d::Backend {
     }
     // Runs on gloo's thread, or here if gloo is done already: under no lock of
     // mccl's but launch_mutex_, which ending takes none of.
+    // The Work ends first, as in a kernel. The task ends whatever happens:
+    // left open, it would hold the stream, and everything after it, forever
+    // (a Work that could not be ended then fails at its wait()).
     auto end = [this, work = work.get(), task](std::exception_ptr failure) {
-      if (failure) {
-        breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
+      try {
+        if (failure) {
+          breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
+        }
+        transferEnded(work, failure);
+      } catch (const std::exception& error) {
+        TORCH_WARN("mccl: ending a collective failed: ", error.what());
       }
-      transferEnded(work, failure);
-      (void)mydevHostTaskEnd(task);  // the Work ends first, as in a kernel
+      (void)mydevHostTaskEnd(task);
     };
     if (!failure) {
       try {

@@ -183,7 +183,9 @@ void mydevStream::end_host_task(uint64_t seq, mydev::HostTaskState* state) {
     if (worker_asleep_.load(std::memory_order_relaxed)) {
       completed_.store(seq, std::memory_order_seq_cst);
       ended_for_worker = true;
-      work_queued_behind = submitted_.load(std::memory_order_acquire) > seq;
+      // The slot, not submitted_: its seq_cst store pairs with this load as
+      // it does with worker_asleep_ in publish_locked.
+      work_queued_behind = slots_[(seq + 1) % kCapacity].published.load(std::memory_order_seq_cst) == seq + 1;
     }
   }
   if (work_queued_behind) work_cv_.notify_one();
