@@ -277,30 +277,31 @@ def current_thread_name():
         return file.read().strip()
 
 
-def stream_workers_cpu_ns():
-    """CPU time the process's stream workers (threads named mydev<device> s<id>) have run, in ns."""
-    total = 0
+def named_threads():
+    """(thread id, name) of each of this process's threads; one that ends meanwhile is left out."""
     for thread in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{thread}/comm") as file:
-                if not file.read().startswith("mydev"):
-                    continue
-            with open(f"/proc/self/task/{thread}/schedstat") as file:
-                total += int(file.read().split()[0])
-        except OSError:  # a thread that ended meanwhile
+                yield thread, file.read().strip()
+        except OSError:
             pass
+
+
+def stream_workers_cpu_ns():
+    """CPU time the process's stream workers (threads named mydev<device> s<id>) have run, in ns."""
+    total = 0
+    for thread, name in named_threads():
+        if name.startswith("mydev"):
+            try:
+                with open(f"/proc/self/task/{thread}/schedstat") as file:
+                    total += int(file.read().split()[0])
+            except OSError:  # a thread that ended meanwhile
+                pass
     return total
 
 
 def thread_names():
-    names = []
-    for thread in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{thread}/comm") as file:
-                names.append(file.read().strip())
-        except OSError:  # a thread that ended meanwhile
-            pass
-    return names
+    return [name for _, name in named_threads()]
 
 
 def default_backends(rank, world_size, init_file):
