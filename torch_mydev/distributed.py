@@ -1,4 +1,4 @@
-"""mydev in torch.distributed: the "mccl" process-group backend (csrc/distributed/ProcessGroupMydev.cpp).
+"""mydev in torch.distributed: the "mccl" process-group backend (csrc/distributed/ProcessGroupMydev.h).
 
 It is registered for the mydev device once torch.distributed is imported, the way torch_npu registers "hccl":
 ``init_process_group("mccl")`` serves mydev tensors, ``"cpu:gloo,mydev:mccl"`` both kinds, and (with the patch in

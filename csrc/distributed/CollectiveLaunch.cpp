@@ -1,0 +1,434 @@
+// How an mccl operation runs: ordered after the operations before it and
+// after its inputs' producers, then launched on its stream as a kernel, or
+// handed to gloo at once as a host task of the stream; how it ends, how a
+// failure breaks the group, and how the backend's threads stop.
+#include "ProcessGroupMydev.h"
+
+#include "../aten/DeviceTensorRef.h"
+#include "../aten/KernelLaunch.h"
+#include "../core/Exception.h"
+
+#include <torch/csrc/utils/pybind.h>
+
+#include <algorithm>
+#include <iterator>
+#include <optional>
+
+namespace py = pybind11;
+
+namespace torch_mydev {
+
+namespace {
+
+using c10d::OpType;
+
+c10::Device deviceOfCollective(const std::vector<at::Tensor>& tensors, const char* name) {
+  TORCH_CHECK(!tensors.empty(), "mccl: ", name, " got no tensors");
+  const c10::Device device = tensors.front().device();
+  for (const at::Tensor& tensor : tensors) {
+    TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1, "mccl: ", name,
+                " expects mydev tensors, got a tensor on ", tensor.device(),
+                " (CPU tensors go to the gloo backend: init_process_group(backend=\"cpu:gloo,mydev:mccl\"))");
+    TORCH_CHECK(tensor.device() == device, "mccl: ", name, " expects all tensors on one device, got ", device, " and ",
+                tensor.device());
+    TORCH_CHECK(tensor.layout() == c10::kStrided, "mccl: ", name, " supports only dense tensors");
+  }
+  return device;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
+    OpType type, const char* title, std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs, GlooCall call,
+    bool outputs_are_inputs, c10::DeviceIndex barrier_device) {
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  const c10::Device device = type == OpType::BARRIER ? c10::Device(c10::DeviceType::PrivateUse1, barrier_device)
+                                                     : deviceOfCollective(all, title);
+  const bool is_send = type == OpType::SEND;
+  const MydevStream caller = getCurrentMydevStream(device.index());
+  const MydevStream stream = streamFor(device.index(), is_send);
+  auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, inputs, outputs, device, stream);
+  // The Works of finished operations are settled and released after the
+  // lock, on this thread (a future's callback may launch another operation;
+  // releasing a tensor may need the GIL).
+  std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
+  try {
+    launchInOrder(work, type, title, stream, caller, inputs, outputs, std::move(call), outputs_are_inputs, finished);
+  } catch (...) {
+    settle(finished);
+    throw;
+  }
+  settle(finished);
+  return work;
+}
+
+void ProcessGroupMydev::settle(const std::vector<c10::intrusive_ptr<CollectiveWork>>& works) {
+  for (const c10::intrusive_ptr<CollectiveWork>& work : works) {
+    work->settle();
+  }
+}
+
+// Launches are ordered by launch_mutex_: the comm stream then calls gloo in
+// the order the collectives were issued, as gloo's tags need, even when
+// several threads issue them.
+void ProcessGroupMydev::launchInOrder(
+    const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title, const MydevStream& stream,
+    const MydevStream& caller, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+    GlooCall call, bool outputs_are_inputs, std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
+  const bool is_send = type == OpType::SEND;
+  std::lock_guard<std::mutex> launch_lock(launch_mutex_);
+  if (closed_) {
+    work->endedOnHost(shutDownError());
+    return;
+  }
+  finished = takeFinishedWorks();
+  // The inputs' producers, on the caller's stream, come first.
+  inputs_ready_.record(caller);
+  inputs_ready_.block(stream);
+  orderAfterEarlierOperations(type, stream);
+  // The caller may drop its tensors before the stream has used them.
+  for (const auto* tensors : {&inputs, &outputs}) {
+    if (tensors == &outputs && outputs_are_inputs) {
+      break;
+    }
+    for (const at::Tensor& tensor : *tensors) {
+      if (tensor.has_storage() && tensor.storage().data_ptr().get() != nullptr) {
+        c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).recordDataPtrOnStream(tensor.storage().data_ptr(),
+                                                                                          stream.unwrap());
+      }
+    }
+  }
+  // Held before the launch: the kernel has the Work by pointer.
+  in_flight_.push_back(work);
+  try {
+    if (!startOnHost(work, type, stream, inputs, outputs, call, outputs_are_inputs)) {
+      launchOnStream(work, title, stream, inputs, outputs, std::move(call), outputs_are_inputs);
+    }
+  } catch (...) {
+    // This rank may have skipped a collective the others make: as after a
+    // failed one, the group is unusable.
+    breakGroup(std::current_exception(), work);
+    work->endedOnHost(std::current_exception());
+    throw;
+  }
+  last_device_ = stream.unwrap().device_index();
+  (is_send ? last_send_ : last_of_comm_stream_) = work;
+  if (type != OpType::SEND && type != OpType::RECV) {
+    ++sequence_number_;
+    last_collective_ = work;
+  }
+}
+
+// NCCL runs everything of a group on one stream; mccl runs sends on a
+// stream of their own, since a receive blocks the comm stream until its
+// peer sends, which it may do only after receiving (a ring exchange).
+// So: a collective waits for the sends before it, a send for the
+// collectives before it (never for a receive), and, across devices, each comm
+// stream for the other's last operation, so that gloo sees collectives in
+// the order they were issued.
+void ProcessGroupMydev::orderAfterEarlierOperations(OpType type, const MydevStream& stream) {
+  if (type == OpType::SEND) {
+    if (last_collective_) {
+      last_collective_->orderBefore(stream);
+    }
+    return;
+  }
+  if (type != OpType::RECV && last_send_) {
+    last_send_->orderBefore(stream);
+  }
+  if (last_of_comm_stream_ && !(last_of_comm_stream_->stream() == stream)) {
+    last_of_comm_stream_->orderBefore(stream);
+  }
+}
+
+// An operation as a kernel on its stream, launched from the caller's
+// thread: gloo reads and writes the device memory in place, through the
+// CPU aliases every kernel gets of it (KernelMemory), so no copies (but for
+// a tensor that is not contiguous, which gloo cannot take) and no other
+// thread of mccl's on the way. A transport error is handed to the Work,
+// not raised as a device fault, and breaks the group.
+void ProcessGroupMydev::launchOnStream(
+    const c10::intrusive_ptr<CollectiveWork>& work, const char* title, const MydevStream& stream,
+    const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
+    bool outputs_are_inputs) {
+  std::vector<DeviceTensorRef> input_refs;
+  std::vector<DeviceTensorRef> output_refs;
+  for (const at::Tensor& input : inputs) {
+    input_refs.push_back(describe(input));
+  }
+  if (!outputs_are_inputs) {
+    for (const at::Tensor& output : outputs) {
+      output_refs.push_back(describe(output));
+    }
+  }
+  // The kernel gets the Work by pointer: the backend holds it until its end
+  // event has passed (a Work's tensors must not be freed on a stream worker
+  // or where the runtime retires a kernel). If the future was taken (or a
+  // profiler range is open), the kernel hands the Work to the comm thread;
+  // otherwise no thread of mccl's wakes: the runtime wakes the caller's waits.
+  // Never run before the launch returns, even under deterministic mode:
+  // gloo reads no ATen setting, and a send would wait for its peer.
+  launchKernelReadingNoSettings(title, stream,
+               [this, work = work.get(), input_refs = std::move(input_refs), output_refs = std::move(output_refs),
+                call = std::move(call), outputs_are_inputs] {
+                 std::exception_ptr failure = brokenError();
+                 if (!failure) {
+                   try {
+                     KernelMemory memory;
+                     std::vector<at::Tensor> host_in;
+                     std::vector<at::Tensor> host_out;
+                     for (const DeviceTensorRef& ref : input_refs) {
+                       host_in.push_back(memory.map(ref));
+                     }
+                     for (const DeviceTensorRef& ref : output_refs) {
+                       host_out.push_back(memory.map(ref));
+                     }
+                     std::vector<at::Tensor> gloo_in = contiguous(host_in);
+                     std::vector<at::Tensor> gloo_out = outputs_are_inputs ? gloo_in : contiguous(host_out);
+                     call(gloo_in, gloo_out)->wait(timeout_);
+                     copyBack(gloo_out, outputs_are_inputs ? host_in : host_out);
+                   } catch (...) {
+                     failure = std::current_exception();
+                     breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
+                   }
+                 }
+                 transferEnded(work, failure);
+               });
+  work->recordEnd();
+}
+
+// The comm thread is retired only after every operation ended (stopThreads).
+void ProcessGroupMydev::transferEnded(CollectiveWork* work, std::exception_ptr failure) {
+  if (work->transferEnded(failure)) {
+    (void)postToCommThread([held = c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work)] { held->hostStep(); });
+  }
+}
+
+// A collective with nothing to wait for is handed to gloo from the caller's
+// thread, as a host task of its stream that gloo's thread ends: the stream
+// holds its place (later work, the end event and synchronizations wait for
+// it) with no worker woken to run it, which saves two sleeps and wake-ups
+// per collective (most of what mccl cost small collectives on a busy host).
+// The stream begins the task only if nothing is pending on it: no producer
+// of the inputs (the wait queued on it above), no earlier operation.
+// Only collectives whose gloo Work completes its future by itself are
+// handed over (gloo's reduce-scatter, for one, finishes only in wait());
+// they are also the ones a training step issues once its inputs are ready.
+// Profiled operations (a kernel gives the profiler its device row) and
+// tensors gloo cannot take as they are go through a kernel.
+// Returns false, having done nothing, where a kernel must run it.
+bool ProcessGroupMydev::startOnHost(
+    const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const MydevStream& stream,
+    const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, const GlooCall& call,
+    bool outputs_are_inputs) {
+  const bool future_completes = type == OpType::ALLREDUCE || type == OpType::BROADCAST ||
+                                type == OpType::ALLGATHER || type == OpType::_ALLGATHER_BASE;
+  if (!future_completes || work->profiled() || !readableByGloo(inputs) || !readableByGloo(outputs) ||
+      brokenError()) {
+    return false;
+  }
+  mydevHostTask_t task = nullptr;
+  if (mydevHostTaskBegin(stream.handle(), &task) != mydevSuccess) {
+    return false;
+  }
+  std::exception_ptr failure;
+  c10::intrusive_ptr<c10d::Work> transfer;
+  try {
+    std::vector<at::Tensor> host_in = hostAliases(task, inputs);
+    std::vector<at::Tensor> host_out = outputs_are_inputs ? host_in : hostAliases(task, outputs);
+    transfer = call(host_in, host_out);
+    TORCH_CHECK(transfer, "mccl: gloo returned no Work");
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // Runs on gloo's thread, or here if gloo is done already: under no lock of
+  // mccl's but launch_mutex_, which ending takes none of.
+  // The Work ends first, as in a kernel. The task ends whatever happens:
+  // left open, it would hold the stream, and everything after it, forever
+  // (a Work that could not be ended then fails at its wait()).
+  auto end = [this, work = work.get(), task](std::exception_ptr failure) {
+    try {
+      if (failure) {
+        breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
+      }
+      transferEnded(work, failure);
+    } catch (const std::exception& error) {
+      TORCH_WARN("mccl: ending a collective failed: ", error.what());
+    }
+    (void)mydevHostTaskEnd(task);
+  };
+  if (!failure) {
+    try {
+      transfer->getFuture()->addCallback([end](c10::ivalue::Future& done) {
+        end(done.hasError() ? done.exception_ptr() : nullptr);
+      });
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) {
+    end(failure);
+  }
+  work->recordEnd();
+  return true;
+}
+
+bool ProcessGroupMydev::readableByGloo(const std::vector<at::Tensor>& tensors) {
+  return std::all_of(tensors.begin(), tensors.end(), [](const at::Tensor& tensor) {
+    return tensor.layout() == c10::kStrided && tensor.is_contiguous() && !tensor.is_conj() && !tensor.is_neg() &&
+           tensor.numel() > 0;
+  });
+}
+
+// CPU tensors over the device memory, which the host task maps for gloo.
+std::vector<at::Tensor> ProcessGroupMydev::hostAliases(mydevHostTask_t task, const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> aliases;
+  aliases.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    void* host = nullptr;
+    MYDEV_CHECK(mydevHostTaskMapPointer(task, tensor.data_ptr(), &host));
+    aliases.push_back(at::from_blob(host, tensor.sizes(), tensor.strides(), tensor.options().device(c10::kCPU)));
+  }
+  return aliases;
+}
+
+// Gloo takes contiguous tensors only; a strided alias goes through a
+// contiguous host copy (inside the kernel, so host memory).
+std::vector<at::Tensor> ProcessGroupMydev::contiguous(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> result;
+  result.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    result.push_back(tensor.contiguous());
+  }
+  return result;
+}
+
+void ProcessGroupMydev::copyBack(const std::vector<at::Tensor>& from, const std::vector<at::Tensor>& to) {
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (!from[i].is_same(to[i])) {
+      to[i].copy_(from[i]);
+    }
+  }
+}
+
+// Under launch_mutex_: the Works whose kernels are done, which the caller
+// releases once the lock is free (releasing a tensor may need the GIL).
+std::vector<c10::intrusive_ptr<CollectiveWork>> ProcessGroupMydev::takeFinishedWorks() {
+  std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
+  auto still_running = std::partition(in_flight_.begin(), in_flight_.end(),
+                                      [](const c10::intrusive_ptr<CollectiveWork>& work) { return !work->passed(); });
+  std::move(still_running, in_flight_.end(), std::back_inserter(finished));
+  in_flight_.erase(still_running, in_flight_.end());
+  return finished;
+}
+
+// After a failed collective (a dead peer, a timeout) gloo may still write
+// into its tensors, and the ranks no longer agree on what ran: as NCCL
+// aborts its communicator, the group fails every later collective, and the
+// failed one's tensors are kept so that their memory is never reused.
+void ProcessGroupMydev::breakGroup(std::exception_ptr error, const c10::intrusive_ptr<CollectiveWork>& work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!broken_) {
+    broken_ = error;
+  }
+  kept_after_failure_.push_back(work);
+}
+
+// What every operation after a failed one fails with (null while none failed).
+std::exception_ptr ProcessGroupMydev::brokenError() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!broken_) {
+    return nullptr;
+  }
+  try {
+    std::rethrow_exception(broken_);
+  } catch (const std::exception& error) {
+    return backendError(std::string("mccl: the group is unusable after an earlier collective failed: ") +
+                        error.what());
+  }
+}
+
+MydevStream ProcessGroupMydev::streamFor(c10::DeviceIndex device, bool for_sends) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& streams = for_sends ? send_streams_ : comm_streams_;
+  auto found = streams.find(device);
+  if (found == streams.end()) {
+    found = streams.emplace(device, getStreamFromPool(/*priority=*/-1, device)).first;
+    // The stream's worker starts here, not on mccl's thread, whose name it would inherit.
+    found->second.handle();
+  }
+  return found->second;
+}
+
+// Completes taken futures and ends profiler ranges, off the stream workers.
+// Starts the thread on first use; refuses once stopThreads has retired it.
+bool ProcessGroupMydev::postToCommThread(std::function<void()> task) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (comm_thread_retired_) {
+    return false;
+  }
+  if (!comm_thread_) {
+    comm_thread_ = std::make_unique<CommThread>("mccl comm");
+  }
+  return comm_thread_->post(std::move(task));
+}
+
+std::exception_ptr ProcessGroupMydev::shutDownError() {
+  return backendError("mccl: the process group was shut down or aborted");
+}
+
+void ProcessGroupMydev::stopThreads() {
+  // The queued tasks complete futures whose Python callbacks need the GIL,
+  // which the caller (destroy_process_group, a dealloc) may hold.
+  std::optional<py::gil_scoped_release> without_gil;
+  if (Py_IsInitialized() && PyGILState_Check() != 0) {
+    without_gil.emplace();
+  }
+  {
+    std::lock_guard<std::mutex> lock(launch_mutex_);
+    closed_ = true;
+  }
+  // Every operation launched ends first (each bounded by the timeout),
+  // handing its Work to the comm thread if it must.
+  std::vector<MydevStream> streams;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto* kind : {&comm_streams_, &send_streams_}) {
+      for (const auto& entry : *kind) {
+        streams.push_back(entry.second);
+      }
+    }
+  }
+  // Not checked: the kernels catch their own errors, and a destructor
+  // calls this, which must not throw.
+  for (const MydevStream& stream : streams) {
+    (void)mydevStreamSynchronize(stream.handle());
+  }
+  std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
+  {
+    std::lock_guard<std::mutex> lock(launch_mutex_);
+    finished = takeFinishedWorks();
+    last_send_.reset();
+    last_collective_.reset();
+    last_of_comm_stream_.reset();
+  }
+  settle(finished);
+  finished.clear();
+  std::unique_ptr<CommThread> comm;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    comm_thread_retired_ = true;
+    comm = std::move(comm_thread_);
+  }
+  stop(std::move(comm));  // its queued tasks run first
+}
+
+void ProcessGroupMydev::stop(std::unique_ptr<CommThread> thread) {
+  if (thread && thread->runsHere()) {
+    CommThread::stopFromWithin(std::move(thread));
+  }
+  // Otherwise the destructor joins it.
+}
+
+}  // namespace torch_mydev

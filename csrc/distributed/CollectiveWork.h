@@ -1,0 +1,246 @@
+// The Work of an mccl operation: how it ends (with its kernel or host task,
+// or on the host when its launch fails), how a waiter learns of it, and when
+// its future completes.
+#pragma once
+
+#include "../core/Event.h"
+#include "../core/Stream.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/StreamGuard.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace torch_mydev {
+
+// A DistBackendError, as the exception_ptr a Work or a future carries.
+inline std::exception_ptr backendError(const std::string& message) {
+  try {
+    C10_THROW_ERROR(DistBackendError, message);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+// An operation's Work. It ends with its kernel (which reports its end, then
+// an event recorded after it passes), or on the host if its launch was
+// refused or failed. The future is completed once it has been taken and the
+// operation has ended, by whichever of the two comes second: a Work whose
+// future nobody takes costs no completion.
+class CollectiveWork final : public c10d::Work {
+ public:
+  CollectiveWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
+                 std::vector<at::Tensor> outputs, c10::Device device, MydevStream stream)
+      : Work(rank, type, title),
+        profiled_(recordFunctionEndCallback_ != nullptr),
+        inputs_(std::move(inputs)),
+        outputs_(std::move(outputs)),
+        stream_(std::move(stream)),
+        device_(device) {
+    // The event is created here, before a kernel could end and hand the Work
+    // to another thread; recordEnd records it again after the kernel.
+    end_.record(stream_);
+  }
+
+  bool isCompleted() override { return ended() && end_.query(); }
+
+  bool isSuccess() const override { return ended() && end_.query() && !error(); }
+
+  std::exception_ptr exception() const override { return ended() ? error() : nullptr; }
+
+  // The host waits for the collective (gloo's errors surface here, as the
+  // blocking call's); the caller's stream then has nothing left to wait for.
+  bool wait(std::chrono::milliseconds timeout) override {
+    if (timeout != kNoTimeout) {
+      std::unique_lock<std::mutex> lock(state_mutex_);
+      if (!ended_cv_.wait_for(lock, timeout, [this] { return ended_; }) && !end_.query()) {
+        C10_THROW_ERROR(DistBackendError, "mccl: a collective timed out after " + std::to_string(timeout.count()) +
+                                              " ms");
+      }
+    }
+    // The runtime wakes the host when the stream passes the event, so a
+    // waiter costs no thread of mccl's.
+    settle();
+    if (const std::exception_ptr failure = error()) {
+      std::rethrow_exception(failure);
+    }
+    return true;
+  }
+
+  void synchronize() override { wait(kNoTimeout); }
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+
+  // Does not wait (DDP's comm hooks take it right after the launch).
+  // A future taken before a device fault dropped the kernel completes (with
+  // the fault) when the Work is settled: at wait(), the backend's next
+  // operation, or its shutdown.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    bool ended_already = false;
+    c10::intrusive_ptr<c10::ivalue::Future> future;
+    {
+      // Made on demand: most Works are only waited for.
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      if (!future_) {
+        future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
+                                                           std::vector<c10::Device>{device_});
+      }
+      future = future_;
+      future_wanted_ = true;
+      ended_already = ended_;
+    }
+    if (!ended_already && end_.query()) {
+      settle();  // a kernel that passed without ending: dropped by a fault
+    }
+    completeFutureIfDue();
+    return future;
+  }
+
+  // Recorded on the stream right after the operation's kernel.
+  void recordEnd() { end_.record(stream_); }
+
+  const MydevStream& stream() const { return stream_; }
+
+  bool profiled() const { return profiled_; }
+
+  // Work queued on `stream` from now on waits for this operation.
+  void orderBefore(const MydevStream& stream) const { end_.block(stream); }
+
+  // Non-blocking: whether the operation's kernel is done (or was dropped):
+  // the backend may let go of the Work, once it has settled it.
+  bool passed() const { return end_.query(); }
+
+  // The operation ends with its kernel, or, if a device fault dropped the
+  // kernel before it ran, with that fault, not with a wait that never ends.
+  // Then a taken future's callbacks may run here: never under mccl's locks.
+  void settle() {
+    std::exception_ptr fault;
+    try {
+      end_.synchronize();
+    } catch (...) {
+      fault = std::current_exception();
+    }
+    bool missed = false;
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      missed = !ended_;
+    }
+    if (missed) {
+      endedOnHost(fault ? fault : backendError("mccl: the collective's kernel did not run"));
+    }
+  }
+
+  // The end of the operation's transfer: on its stream's worker (a kernel),
+  // or on gloo's thread (a host task). Returns whether a host thread must take
+  // over (hostStep): the future was
+  // taken (its callbacks, Python's too, must not run on a stream worker), or
+  // a profiler range is open (its end callback carries thread-local state
+  // whose release may need the GIL).
+  bool transferEnded(std::exception_ptr failure) {
+    bool future_wanted = false;
+    if (!markEnded(failure, &future_wanted)) {
+      return false;  // its launch failed after queueing it (the host ended it then)
+    }
+    if (!profiled_) {
+      Work::finish(failure);
+    }
+    return future_wanted || profiled_;
+  }
+
+  void hostStep() {
+    if (profiled_) {
+      Work::finish(error());  // ends the Work's profiler range
+    }
+    completeFutureIfDue();
+  }
+
+  // An operation refused or lost at its launch, or whose kernel did not run:
+  // ended on a host thread, where the future, if taken, is completed at once.
+  void endedOnHost(std::exception_ptr failure) {
+    bool future_wanted = false;
+    if (!markEnded(failure, &future_wanted)) {
+      return;
+    }
+    Work::finish(failure);
+    completeFutureIfDue();
+  }
+
+ private:
+  // Records the end, once: false if the operation had ended already.
+  bool markEnded(std::exception_ptr failure, bool* future_wanted) {
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      if (ended_) {
+        return false;
+      }
+      error_ = std::move(failure);
+      ended_ = true;
+      *future_wanted = future_wanted_;
+    }
+    ended_cv_.notify_all();
+    return true;
+  }
+
+  bool ended() const {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return ended_;
+  }
+
+  std::exception_ptr error() const {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return error_;
+  }
+
+  // With the operation's stream current, the future records its completion
+  // event there. The future runs its callbacks here; one that raises cannot undo
+  // the completion, so it is reported, not propagated.
+  void completeFutureIfDue() {
+    std::exception_ptr failure;
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      if (!ended_ || !future_wanted_ || future_completed_) {
+        return;
+      }
+      future_completed_ = true;
+      failure = error_;
+    }
+    c10::StreamGuard on_stream(stream_.unwrap());
+    try {
+      if (failure) {
+        future_->setError(failure);
+      } else {
+        future_->markCompleted(c10::IValue(outputs_));
+      }
+    } catch (const std::exception& error) {
+      if (future_->completed()) {
+        TORCH_WARN("mccl: a callback on a collective's future raised: ", error.what());
+      } else {
+        future_->setError(std::current_exception());  // markCompleted refused the value itself
+      }
+    }
+  }
+
+  const bool profiled_;
+  std::vector<at::Tensor> inputs_;  // held, like the outputs, as long as the Work
+  std::vector<at::Tensor> outputs_;
+  MydevStream stream_;
+  const c10::Device device_;
+  // A collective is latency-bound below ~1 MB: a waiter that polled would
+  // take a core from the threads (gloo's, the peers') it waits on.
+  MydevEvent end_{mydevEventBlockingSync};
+  mutable std::mutex state_mutex_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // guarded by state_mutex_; set once
+  std::condition_variable ended_cv_;
+  bool ended_ = false;
+  bool future_wanted_ = false;
+  bool future_completed_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace torch_mydev

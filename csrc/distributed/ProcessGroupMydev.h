@@ -1,0 +1,185 @@
+// "mccl", mydev's c10d backend: PyTorch's collectives for mydev tensors, with
+// NCCL's stream semantics, over gloo.
+//
+// Gloo is the transport (the wheel ships it inside libtorch, but not its
+// headers): the Python creator builds a private ProcessGroupGloo on the store
+// it is given, and this backend drives it through the c10d::Backend interface.
+//
+//   caller's thread: the operation's stream (per device, a high-priority
+//     pool stream for collectives and receives, another for sends) waits for
+//     an event on the current stream (the inputs' producers); every tensor is
+//     marked as used on that stream (the caching allocator then keeps it
+//     until the stream is done with it); the operation is launched as a
+//     kernel there, gloo reading and writing device memory in place through
+//     the kernel's CPU aliases of it (no copies); an event is recorded after
+//     it; the Work is returned. Launches are serialized, so gloo sees the
+//     collectives in the order they were issued, as its tags require.
+//     A collective with nothing to wait for (its inputs ready, the stream
+//     idle) is handed to gloo from this thread instead, as a host task of the
+//     stream (runtime/include/mydev/host_task.h), which gloo's thread ends:
+//     no stream worker wakes for it.
+//   Work.wait(): the host waits for that event (the runtime wakes it), as a
+//     blocking NCCL wait does; the caller's stream then needs no wait.
+//   comm thread (one per backend): completes the future of an operation
+//     whose future was taken, so that its callbacks (Python ones too) never
+//     run on a stream worker, and ends profiler ranges.
+//
+// The collectives' entry points are in ProcessGroupMydev.cpp; how an
+// operation is ordered, launched and ended, in CollectiveLaunch.cpp.
+#pragma once
+
+#include "../core/Event.h"
+#include "../core/Stream.h"
+#include "CollectiveWork.h"
+#include "CommThread.h"
+
+#include <mydev/host_task.h>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace torch_mydev {
+
+// An operation's call into gloo, given CPU tensors over the device memory.
+using GlooCall = std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>& host_inputs,
+                                                              std::vector<at::Tensor>& host_outputs)>;
+
+// Both classes are bound with pybind11, whose types are hidden: so are they.
+#define MCCL_HIDDEN __attribute__((visibility("hidden")))
+
+// mccl's options: c10d's own, made copyable from Python, since split_group
+// deep-copies the parent's options for the new group (torch 2.13 binds a
+// __deepcopy__ only for NCCL's).
+struct MCCL_HIDDEN MydevOptions final : c10d::Backend::Options {
+  explicit MydevOptions(std::chrono::milliseconds timeout) : Options("mccl", timeout) {}
+};
+
+class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
+ public:
+  ProcessGroupMydev(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout)
+      : Backend(rank, size), gloo_(std::move(gloo)), timeout_(timeout) {}
+
+  ~ProcessGroupMydev() override { stopThreads(); }
+
+  void shutdown() override;
+  void abort() override;
+
+  const std::string getBackendName() const override { return "mccl"; }
+  c10::intrusive_ptr<Backend::Options> getBackendOptions() override;
+
+  // split_group (and a DeviceMesh built with device_id=): gloo splits its own
+  // group, and the new mccl backend drives the part; ranks outside it get none.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                    const c10::intrusive_ptr<Backend::Options>& opts) override;
+
+  // The count of collectives issued, which TORCH_DISTRIBUTED_DEBUG=DETAIL's
+  // wrapper compares across ranks (with shapes, dtypes and ops) to report a
+  // mismatched collective before it reaches gloo.
+  // Sends and receives are not counted: ranks need not make the same ones.
+  void setSequenceNumberForGroup() override { sequence_number_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return sequence_number_; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+ private:
+  // Entry points (ProcessGroupMydev.cpp) into the launch (CollectiveLaunch.cpp).
+  c10::intrusive_ptr<c10d::Work> inPlace(c10d::OpType type, const char* title, std::vector<at::Tensor>& tensors,
+                                         GlooCall call);
+  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
+                                            std::vector<at::Tensor> outputs, GlooCall call,
+                                            bool outputs_are_inputs = false, c10::DeviceIndex barrier_device = -1);
+
+  // The launch, in CollectiveLaunch.cpp.
+  static void settle(const std::vector<c10::intrusive_ptr<CollectiveWork>>& works);
+  void launchInOrder(const c10::intrusive_ptr<CollectiveWork>& work, c10d::OpType type, const char* title,
+                     const MydevStream& stream, const MydevStream& caller, const std::vector<at::Tensor>& inputs,
+                     const std::vector<at::Tensor>& outputs, GlooCall call, bool outputs_are_inputs,
+                     std::vector<c10::intrusive_ptr<CollectiveWork>>& finished);
+  void orderAfterEarlierOperations(c10d::OpType type, const MydevStream& stream);
+  void launchOnStream(const c10::intrusive_ptr<CollectiveWork>& work, const char* title, const MydevStream& stream,
+                      const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
+                      bool outputs_are_inputs);
+  bool startOnHost(const c10::intrusive_ptr<CollectiveWork>& work, c10d::OpType type, const MydevStream& stream,
+                   const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                   const GlooCall& call, bool outputs_are_inputs);
+  void transferEnded(CollectiveWork* work, std::exception_ptr failure);
+  static bool readableByGloo(const std::vector<at::Tensor>& tensors);
+  static std::vector<at::Tensor> hostAliases(mydevHostTask_t task, const std::vector<at::Tensor>& tensors);
+  static std::vector<at::Tensor> contiguous(const std::vector<at::Tensor>& tensors);
+  static void copyBack(const std::vector<at::Tensor>& from, const std::vector<at::Tensor>& to);
+  std::vector<c10::intrusive_ptr<CollectiveWork>> takeFinishedWorks();
+  void breakGroup(std::exception_ptr error, const c10::intrusive_ptr<CollectiveWork>& work);
+  std::exception_ptr brokenError();
+  MydevStream streamFor(c10::DeviceIndex device, bool for_sends);
+  bool postToCommThread(std::function<void()> task);
+  static std::exception_ptr shutDownError();
+  void stopThreads();
+  static void stop(std::unique_ptr<CommThread> thread);
+
+  c10::intrusive_ptr<c10d::Backend> gloo_;
+  std::chrono::milliseconds timeout_;
+  std::atomic<uint64_t> sequence_number_{0};
+  std::atomic<c10::DeviceIndex> last_device_{-1};
+  std::mutex launch_mutex_;
+  // Under launch_mutex_:
+  bool closed_ = false;
+  MydevEvent inputs_ready_;  // recorded again for each operation
+  std::vector<c10::intrusive_ptr<CollectiveWork>> in_flight_;
+  c10::intrusive_ptr<CollectiveWork> last_send_;
+  c10::intrusive_ptr<CollectiveWork> last_collective_;
+  c10::intrusive_ptr<CollectiveWork> last_of_comm_stream_;  // a collective or a receive
+  std::mutex mutex_;
+  std::map<c10::DeviceIndex, MydevStream> comm_streams_;  // collectives and receives
+  std::map<c10::DeviceIndex, MydevStream> send_streams_;
+  std::unique_ptr<CommThread> comm_thread_;
+  bool comm_thread_retired_ = false;
+  std::exception_ptr broken_;
+  std::vector<c10::intrusive_ptr<CollectiveWork>> kept_after_failure_;
+};
+
+}  // namespace torch_mydev
