@@ -251,7 +251,8 @@ def stream_semantics(rank, world_size, init_file):
         torch.mydev.synchronize()
         assert_close(dropped.cpu(), torch.full((1024,), float(sum(range(1, world_size + 1)))))
         dist.barrier()
-        assert "mccl comm" in thread_names()
+        if rank == 0:  # the rank whose future was taken before its collective ended: it started the comm thread
+            assert "mccl comm" in thread_names()
 
         # A collective with nothing to wait for is handed to gloo as a host task of the comm stream: no stream worker
         # wakes for it (through a kernel, each cost the worker ~70 us of CPU time), and the stream still orders the
@@ -267,6 +268,30 @@ def stream_semantics(rank, world_size, init_file):
         expected = torch.full((256,), float(world_size))
         expected[::2] *= world_size
         assert_close(ready.cpu(), expected)
+
+        # A tensor dropped while its collective may still run: the Work keeps its memory from being handed out again
+        # until the comm stream is past the collective, so a new tensor is never written by it.
+        slow_input = big @ big  # a producer that the collective waits for
+        dropped_input = slow_input.sum().expand(1 << 16).contiguous()
+        dropped_address = dropped_input.data_ptr()
+        dist.all_reduce(dropped_input, async_op=True)
+        del dropped_input
+        fresh = torch.zeros(1 << 16, device=device)
+        torch.mydev.synchronize()
+        assert fresh.data_ptr() != dropped_address
+        assert_close(fresh.cpu(), torch.zeros(1 << 16))
+
+        # Under the profiler a collective gets its range on the host and its row on the device (through a kernel).
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.PrivateUse1]
+        profiled = torch.ones(8, device=device)
+        with torch.profiler.profile(activities=activities) as profile:
+            dist.all_reduce(profiled)
+            torch.mydev.synchronize()
+        rows = {(event.name, event.device_type) for event in profile.events()}
+        assert ("mccl:all_reduce", torch.autograd.DeviceType.CPU) in rows, rows
+        assert any(name.endswith("mccl:all_reduce") and kind == torch.autograd.DeviceType.PrivateUse1
+                   for name, kind in rows), rows
+        assert_close(profiled.cpu(), torch.full((8,), float(world_size)))
     finally:
         dist.destroy_process_group()
     assert not any(name.startswith("mccl") for name in thread_names()), thread_names()

@@ -87,18 +87,9 @@ void ProcessGroupMydev::launchInOrder(
   inputs_ready_.record(caller);
   inputs_ready_.block(stream);
   orderAfterEarlierOperations(type, stream);
-  // The caller may drop its tensors before the stream has used them.
-  for (const auto* tensors : {&inputs, &outputs}) {
-    if (tensors == &outputs && outputs_are_inputs) {
-      break;
-    }
-    for (const at::Tensor& tensor : *tensors) {
-      if (tensor.has_storage() && tensor.storage().data_ptr().get() != nullptr) {
-        c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).recordDataPtrOnStream(tensor.storage().data_ptr(),
-                                                                                          stream.unwrap());
-      }
-    }
-  }
+  // The caller may drop its tensors before the stream has used them: the
+  // Work holds them (in_flight_) until the stream is past the operation, as
+  // NCCL's stashed tensors do, so the caching allocator needs no record_stream.
   // Held before the launch: the kernel has the Work by pointer.
   in_flight_.push_back(work);
   try {

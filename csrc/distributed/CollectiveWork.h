@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
 #include <c10/core/StreamGuard.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -37,7 +38,9 @@ class CollectiveWork final : public c10d::Work {
  public:
   CollectiveWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
                  std::vector<at::Tensor> outputs, c10::Device device, MydevStream stream)
-      : Work(rank, type, title),
+      // A title makes c10d's Work open a profiler range, and allocate one
+      // whether or not anything records it: only when something could.
+      : Work(rank, type, at::hasCallbacks() ? title : nullptr),
         profiled_(recordFunctionEndCallback_ != nullptr),
         inputs_(std::move(inputs)),
         outputs_(std::move(outputs)),
