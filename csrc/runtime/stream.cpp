@@ -218,8 +218,7 @@ void mydevStream::wake_waiters() {
 
 void mydevStream::wait_for_completion(uint64_t seq, bool spin) {
   if (spin ? spin_until([&] { return is_complete(seq); }) : is_complete(seq)) return;
-  // seq_cst on both sides (waiters_ here, completed_ in complete()) guarantees that
-  // either the worker sees a waiter and notifies, or we see the completion.
+  // The other half of wake_waiters' handshake.
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   {
     std::unique_lock<std::mutex> lock(done_mutex_);
@@ -276,8 +275,9 @@ void mydevStream::run() {
     if (is_complete(seq)) continue;
     const uint64_t index = seq % kCapacity;
     const mydev::Task& task = slots_[index].task;
+    const bool host_task = task.fn == nullptr;
     const auto start = std::chrono::steady_clock::now();
-    if (task.fn == nullptr) {
+    if (host_task) {
       wait_for_host_task(seq, *static_cast<const mydev::HostTaskState*>(task.args));
     } else {
       execute(task, names_[index].text, seq);
@@ -286,8 +286,9 @@ void mydevStream::run() {
     // the next launch is rarely a spin away: polling for it would take a core
     // from other threads (another rank's, on a shared host) for nothing.
     spin = std::chrono::steady_clock::now() - start < kLongTask;
-    // A host task's agent may have completed it, and later ones, already.
-    if (!is_complete(seq)) complete(seq);
+    // A host task's agent may have completed it, and later ones, already:
+    // the completion must not go back.
+    if (!host_task || !is_complete(seq)) complete(seq);
   }
 }
 
