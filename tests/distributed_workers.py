@@ -269,6 +269,35 @@ def stream_semantics(rank, world_size, init_file):
         expected[::2] *= world_size
         assert_close(ready.cpu(), expected)
 
+        # The other collectives whose gloo Work completes by itself take the same path once their inputs are ready.
+        mine = torch.arange(4 * world_size, dtype=torch.float32, device=device) + 100 * rank
+        everyone = [torch.arange(4 * world_size, dtype=torch.float32) + 100 * r for r in range(world_size)]
+        torch.mydev.synchronize()
+        before = stream_workers_cpu_ns()
+        for _ in range(20):
+            reduced = mine.clone()
+            torch.mydev.synchronize()
+            dist.reduce(reduced, dst=0)
+            gathered = [torch.empty_like(mine) for _ in range(world_size)] if rank == 0 else None
+            dist.gather(mine, gathered, dst=0)
+            scattered = torch.empty(4, device=device)
+            dist.scatter(scattered, list(mine.chunk(world_size)) if rank == 0 else None, src=0)
+            exchanged = torch.empty_like(mine)
+            dist.all_to_all_single(exchanged, mine)
+            exchanged_list = [torch.empty(4, device=device) for _ in range(world_size)]
+            dist.all_to_all(exchanged_list, list(mine.chunk(world_size)))
+            dist.barrier()
+        spent_ms = (stream_workers_cpu_ns() - before) / 1e6
+        # Measured: 8.8 ms when these went through kernels; 1.0 ms as host tasks (the clones' kernels).
+        assert spent_ms < 5, f"stream workers ran for {spent_ms:.1f} ms during 120 ready collectives"
+        if rank == 0:
+            assert_close(reduced.cpu(), sum(everyone))
+            assert_close(torch.stack([tensor.cpu() for tensor in gathered]), torch.stack(everyone))
+        assert_close(scattered.cpu(), everyone[0].chunk(world_size)[rank])
+        expected_exchange = torch.cat([everyone[r].chunk(world_size)[rank] for r in range(world_size)])
+        assert_close(exchanged.cpu(), expected_exchange)
+        assert_close(torch.cat([tensor.cpu() for tensor in exchanged_list]), expected_exchange)
+
         # A tensor dropped while its collective may still run: the Work keeps its memory from being handed out again
         # until the comm stream is past the collective, so a new tensor is never written by it.
         slow_input = big @ big  # a producer that the collective waits for

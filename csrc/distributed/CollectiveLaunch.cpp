@@ -36,6 +36,24 @@ c10::Device deviceOfCollective(const std::vector<at::Tensor>& tensors, const cha
   return device;
 }
 
+bool glooFutureCompletes(OpType type) {
+  switch (type) {
+    case OpType::ALLREDUCE:
+    case OpType::BROADCAST:
+    case OpType::REDUCE:
+    case OpType::ALLGATHER:
+    case OpType::_ALLGATHER_BASE:
+    case OpType::GATHER:
+    case OpType::SCATTER:
+    case OpType::ALLTOALL:
+    case OpType::ALLTOALL_BASE:
+    case OpType::BARRIER:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
@@ -204,8 +222,8 @@ void ProcessGroupMydev::transferEnded(CollectiveWork* work, std::exception_ptr f
 // The stream begins the task only if nothing is pending on it: no producer
 // of the inputs (the wait queued on it above), no earlier operation.
 // Only collectives whose gloo Work completes its future by itself are
-// handed over (gloo's reduce-scatter, for one, finishes only in wait());
-// they are also the ones a training step issues once its inputs are ready.
+// handed over (gloo of torch 2.13: not reduce-scatter, whose Work finishes
+// only in wait() and has no future, nor sends and receives).
 // Profiled operations (a kernel gives the profiler its device row) and
 // tensors gloo cannot take as they are go through a kernel.
 // Returns false, having done nothing, where a kernel must run it.
@@ -213,9 +231,7 @@ bool ProcessGroupMydev::startOnHost(
     const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const MydevStream& stream,
     const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, const GlooCall& call,
     bool outputs_are_inputs) {
-  const bool future_completes = type == OpType::ALLREDUCE || type == OpType::BROADCAST ||
-                                type == OpType::ALLGATHER || type == OpType::_ALLGATHER_BASE;
-  if (!future_completes || work->profiled() || !readableByGloo(inputs) || !readableByGloo(outputs) ||
+  if (!glooFutureCompletes(type) || work->profiled() || !readableByGloo(inputs) || !readableByGloo(outputs) ||
       brokenError()) {
     return false;
   }
