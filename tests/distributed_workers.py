@@ -298,16 +298,17 @@ def stream_semantics(rank, world_size, init_file):
         assert_close(exchanged.cpu(), expected_exchange)
         assert_close(torch.cat([tensor.cpu() for tensor in exchanged_list]), expected_exchange)
 
-        # A tensor dropped while its collective may still run: the Work keeps its memory from being handed out again
-        # until the comm stream is past the collective, so a new tensor is never written by it.
+        # Memory taken from a tensor while its collective may still run (its storage resized to nothing, as FSDP
+        # frees one): the caching allocator hands it out again only once the comm stream is past the collective, so
+        # a new tensor is never written by it.
         slow_input = big @ big  # a producer that the collective waits for
-        dropped_input = slow_input.sum().expand(1 << 16).contiguous()
-        dropped_address = dropped_input.data_ptr()
-        dist.all_reduce(dropped_input, async_op=True)
-        del dropped_input
+        freed_input = slow_input.sum().expand(1 << 16).contiguous()
+        freed_address = freed_input.data_ptr()
+        dist.all_reduce(freed_input, async_op=True)
+        freed_input.untyped_storage().resize_(0)
         fresh = torch.zeros(1 << 16, device=device)
         torch.mydev.synchronize()
-        assert fresh.data_ptr() != dropped_address
+        assert fresh.data_ptr() != freed_address
         assert_close(fresh.cpu(), torch.zeros(1 << 16))
 
         # Under the profiler a collective gets its range on the host and its row on the device (through a kernel).

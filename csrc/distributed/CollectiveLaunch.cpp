@@ -105,9 +105,22 @@ void ProcessGroupMydev::launchInOrder(
   inputs_ready_.record(caller);
   inputs_ready_.block(stream);
   orderAfterEarlierOperations(type, stream);
-  // The caller may drop its tensors before the stream has used them: the
-  // Work holds them (in_flight_) until the stream is past the operation, as
-  // NCCL's stashed tensors do, so the caching allocator needs no record_stream.
+  // Every tensor's memory is marked as used on the stream. The Work holds the
+  // tensors (in_flight_) until the stream is past the operation, but not their
+  // memory: a storage resized to nothing (as FSDP frees one) or a tensor set_
+  // to other memory would hand the block back to the caller's stream while
+  // the collective may still write it.
+  for (const auto* tensors : {&inputs, &outputs}) {
+    if (tensors == &outputs && outputs_are_inputs) {
+      break;
+    }
+    for (const at::Tensor& tensor : *tensors) {
+      if (tensor.has_storage() && tensor.storage().data_ptr().get() != nullptr) {
+        c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).recordDataPtrOnStream(tensor.storage().data_ptr(),
+                                                                                          stream.unwrap());
+      }
+    }
+  }
   // Held before the launch: the kernel has the Work by pointer.
   in_flight_.push_back(work);
   try {

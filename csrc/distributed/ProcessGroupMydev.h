@@ -7,12 +7,14 @@
 //
 //   caller's thread: the operation's stream (per device, a high-priority
 //     pool stream for collectives and receives, another for sends) waits for
-//     an event on the current stream (the inputs' producers); the operation is
-//     launched as a kernel there, gloo reading and writing device memory in
-//     place through the kernel's CPU aliases of it (no copies); an event is
-//     recorded after it; the Work, which holds the tensors until the stream
-//     is past the operation, is returned. Launches are serialized, so gloo
-//     sees the collectives in the order they were issued, as its tags require.
+//     an event on the current stream (the inputs' producers); every tensor's
+//     memory is marked as used on that stream (the caching allocator then
+//     keeps it until the stream is done with it); the operation is launched
+//     as a kernel there, gloo reading and writing device memory in place
+//     through the kernel's CPU aliases of it (no copies); an event is
+//     recorded after it; the Work is returned. Launches are serialized, so
+//     gloo sees the collectives in the order they were issued, as its tags
+//     require.
 //     A collective with nothing to wait for (its inputs ready, the stream
 //     idle) is handed to gloo from this thread instead, as a host task of the
 //     stream (runtime/include/mydev/host_task.h), which gloo's thread ends:
