@@ -157,6 +157,38 @@ class TestDistributedPatches(TestCase):
         BackendConfig.__init__.original(config, Backend(Backend.UNDEFINED))
         self.assertEqual(config.get_device_backend_map(), {"mydev": "mccl"})
 
+    def default_backend_of(self, backend):
+        """The name of the default backend type of a 1-rank group made with ``backend``, and whether destroying the
+        group found that backend (instead of warning that there is none)."""
+        import tempfile
+
+        import torch.distributed as dist
+
+        with tempfile.TemporaryDirectory() as folder:
+            dist.init_process_group(backend, init_method=f"file://{folder}/init", rank=0, world_size=1)
+            try:
+                pg = dist.group.WORLD
+                name = pg._get_backend_name()
+                found = not pg._has_hooks() and name != "undefined"
+            finally:
+                dist.destroy_process_group()
+        return name, found
+
+    def test_mccl_is_the_default_backend_beside_gloo(self):
+        from torch.distributed import distributed_c10d
+
+        self.assertTrue(distributed_c10d._new_process_group_helper.mydev_patch)
+        self.assertEqual(self.default_backend_of("cpu:gloo,mydev:mccl"), ("custom", True))
+        self.assertEqual(self.default_backend_of("mccl"), ("custom", True))
+        self.assertEqual(self.default_backend_of(None), ("gloo", True))
+
+    def test_default_backend_type_patch_is_still_needed(self):
+        from torch.distributed import distributed_c10d
+
+        helper = distributed_c10d._new_process_group_helper
+        with mock.patch.object(distributed_c10d, "_new_process_group_helper", helper.original):
+            self.assertEqual(self.default_backend_of("cpu:gloo,mydev:mccl"), ("undefined", False))
+
 
 if __name__ == "__main__":
     run_tests()

@@ -12,6 +12,7 @@ has been imported (``run_after_import``).
 """
 import contextlib
 import importlib.abc
+import inspect
 import sys
 import warnings
 
@@ -216,6 +217,29 @@ def patch_default_process_group_backends():
             backends["cpu"] = distributed_c10d.Backend(distributed_c10d.Backend.GLOO)
 
     distributed_c10d.BackendConfig.__init__ = _replacing(original, __init__)
+    _patch_default_backend_type(distributed_c10d)
+
+
+def _patch_default_backend_type(distributed_c10d):
+    """``init_process_group("cpu:gloo,mydev:mccl")``: torch 2.13 picks a process group's default backend type, for a
+    string naming several backends, by looking for ``Backend._plugins``' first key among the string's backends. The
+    keys are upper case ("MCCL"), the backends lower case ("mccl"), so a plugin never matches and the type stays
+    UNDEFINED: ``pg.name()`` says "undefined" and ``destroy_process_group`` warns "No backend of type 0 found" on
+    every rank. With "cpu:gloo,cuda:nccl" the accelerator's backend is the default; this patch makes mccl the
+    default (type CUSTOM) in the same case. Upstream reworks the choice (pytorch#189193).
+    """
+    original = distributed_c10d._new_process_group_helper
+    parameters = inspect.signature(original)
+
+    def _new_process_group_helper(*args, **kwargs):
+        pg, prefix_store = original(*args, **kwargs)
+        backend = parameters.bind(*args, **kwargs).arguments["backend"]
+        if (isinstance(pg, distributed_c10d.ProcessGroup) and pg._get_backend_name() == "undefined"
+                and distributed_c10d.BackendConfig(backend).get_device_backend_map().get("mydev") == "mccl"):
+            pg._set_default_backend(distributed_c10d.ProcessGroup.BackendType.CUSTOM)
+        return pg, prefix_store
+
+    distributed_c10d._new_process_group_helper = _replacing(original, _new_process_group_helper)
 
 
 def register_triton_backend(name, compiler, driver):
