@@ -3,7 +3,7 @@ runs gloo as kernels over device memory) and on CPU tensors (gloo itself, and a 
 algorithm bandwidth (bytes / time); target: mccl at least 0.9x gloo's bandwidth (the median over runs). Then a DDP
 training step on 2 ranks against the same step on 1 rank.
 
-    .venv/bin/python benchmarks/distributed_vs_gloo.py [--ranks 2] [--repeat 9] [--runs 5]
+    .venv/bin/python benchmarks/distributed_vs_gloo.py [--ranks 2] [--repeat 25] [--runs 5]
 """
 import argparse
 import os
@@ -144,7 +144,7 @@ def size_label(size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ranks", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=9, help="batches per contender and size, at least")
+    parser.add_argument("--repeat", type=int, default=25, help="batches per contender and size, at least")
     parser.add_argument("--runs", type=int, default=5, help="all_reduce runs, each with fresh ranks and connections")
     args = parser.parse_args()
 
