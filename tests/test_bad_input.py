@@ -48,6 +48,22 @@ BAD_CALLS = {
     "multinomial with a float out": lambda d: torch.multinomial(
         torch.ones(3, device=d), 2, out=torch.empty(2, device=d, dtype=torch.double)),
     "multinomial of a negative weight": lambda d: torch.multinomial(torch.tensor([0.5, -1.0], device=d), 1),
+    # Operands of different dtypes, which ATen's CPU kernels refuse when they run (their Meta functions do not).
+    "mm of mixed dtypes": lambda d: torch.mm(torch.ones(2, 2, device=d), torch.ones(2, 2, device=d, dtype=torch.double)),
+    "linear of mixed dtypes": lambda d: F.linear(torch.ones(2, 2, device=d), torch.ones(2, 2, device=d, dtype=torch.double)),
+    "bmm of mixed dtypes": lambda d: torch.bmm(torch.ones(1, 2, 2, device=d),
+                                               torch.ones(1, 2, 2, device=d, dtype=torch.double)),
+    "baddbmm of mixed dtypes": lambda d: torch.baddbmm(torch.ones(1, 2, 2, device=d), torch.ones(1, 2, 2, device=d),
+                                                       torch.ones(1, 2, 2, device=d, dtype=torch.double)),
+    "conv2d of mixed dtypes": lambda d: F.conv2d(torch.ones(1, 1, 3, 3, device=d),
+                                                 torch.ones(1, 1, 2, 2, device=d, dtype=torch.double)),
+    "where with a float condition": lambda d: torch.where(torch.ones(3, device=d), torch.ones(3, device=d),
+                                                          torch.ones(3, device=d)),
+    "cross_entropy with a double weight": lambda d: F.cross_entropy(
+        torch.ones(2, 3, device=d), torch.tensor([0, 1], device=d), weight=torch.ones(3, device=d, dtype=torch.double)),
+    "masked_fill with a long mask": lambda d: torch.ones(3, device=d).masked_fill_(
+        torch.ones(3, device=d, dtype=torch.long), 1.0),
+    "var_mean of integers": lambda d: torch.var_mean(torch.ones(3, device=d, dtype=torch.long)),
 }
 
 
@@ -96,6 +112,13 @@ class TestBadInputRaisesAtTheCall(TestCase):
         self.assertFalse(stream.query())  # queued behind the matrix products: the call did not wait
         self.assertEqual(y.cpu(), torch.full((800, 800), 2.0))
 
+    def test_dropout_refuses_complex_inputs_as_cuda_does(self, device):
+        # On the CPU, F.dropout takes another path (bernoulli_ then multiplications), which refuses them too.
+        with self.assertRaisesRegex(NotImplementedError, "not implemented for 'ComplexFloat'"):
+            F.dropout(torch.ones(6, dtype=torch.cfloat), 0.5)
+        with self.assertRaisesRegex(NotImplementedError, "\"fused_dropout\" not implemented for 'ComplexFloat'"):
+            F.dropout(torch.ones(6, dtype=torch.cfloat, device=device), 0.5)
+
 
 class TestFirstLaunchOfASignature(TestCase):
     """Each check runs in a fresh process, where no signature is known yet."""
@@ -122,20 +145,30 @@ class TestFirstLaunchOfASignature(TestCase):
             """)
         self.assertEqual(out, ["False", "2.0"])
 
-    def test_a_waited_first_launch_leaves_kernel_errors_to_the_synchronization(self):
-        # index_select has no probe: its first launch waits for the kernel, but an index out of range is still a
-        # device-side error, reported at the next synchronization as on CUDA.
+    def test_a_waited_launch_raises_at_the_call_until_its_signature_runs(self):
+        # index_select has no probe: the first launch of a signature waits for its kernel, and what the kernel raises
+        # is raised at the call. A signature whose kernel failed is not learnt, so the next launch waits again; once
+        # one has run, launches of that signature are asynchronous, and an index out of range is a device-side
+        # error, reported at the next synchronization as on CUDA.
         out = self.run_fresh("""
             import torch
             x = torch.arange(5.0, device="mydev")
-            torch.index_select(x, 0, torch.tensor([10], device="mydev"))
+            def select(index):
+                return torch.index_select(x, 0, torch.tensor([index], device="mydev"))
+            for attempt in range(2):
+                try:
+                    select(10)
+                except IndexError:
+                    print("raised_at_the_call")
+            print(select(3).item())
+            select(10)
             print("returned")
             try:
                 torch.mydev.synchronize()
             except IndexError:
                 print("raised_at_synchronize")
             """)
-        self.assertEqual(out, ["returned", "raised_at_synchronize"])
+        self.assertEqual(out, ["raised_at_the_call", "raised_at_the_call", "3.0", "returned", "raised_at_synchronize"])
 
     def test_a_probe_refused_by_its_stand_ins_does_not_fail_the_call(self):
         # Integer division by the probe's zero stand-ins raises (ZeroDivisionError): the probe proves nothing, and

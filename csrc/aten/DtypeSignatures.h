@@ -15,10 +15,13 @@
 //   the launch is asynchronous like any other. A probe that fails proves
 //   nothing (its stand-ins may be what the code refuses), so:
 // - otherwise the launch is watched (KernelLaunch.h): the call waits for that
-//   kernel alone. A NotImplementedError it raises is raised at the call, with
-//   the kernel's own message, and remembered: later launches of that
-//   signature raise it at the call and queue nothing. Any other failure stays
-//   the kernel's, reported at the next synchronization as always.
+//   kernel alone, and what it raises is raised at the call, as the CPU kernel
+//   raised it. A NotImplementedError is remembered: later launches of that
+//   signature raise it at the call and queue nothing. Another error (two
+//   operands of different dtypes, an index out of range) may not hold for
+//   other arguments of the same dtypes, so the signature stays unproven and
+//   its next launch is probed, and if need be watched, again. A signature
+//   whose watched kernel ran is remembered as running.
 //
 // A watched launch with an empty tensor teaches nothing (many kernels return
 // before their dtype dispatch when there is nothing to compute).
@@ -30,6 +33,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -91,11 +95,21 @@ void launchCheckingDtypes(const LaunchSignature& signature, Probe&& probe, Launc
   }
   KernelWatch watch;
   launch(&watch);
-  const std::optional<std::string> missing_kernel = watch.wait();
-  if (signature.teaches()) {
-    detail::rememberSignature(signature, missing_kernel);
+  const std::exception_ptr error = watch.wait();
+  if (!error) {
+    if (signature.teaches()) {
+      detail::rememberSignature(signature, std::nullopt);
+    }
+    return;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(!missing_kernel, missing_kernel.value_or(""));
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::NotImplementedError& missing_kernel) {
+    if (signature.teaches()) {
+      detail::rememberSignature(signature, missing_kernel.msg());
+    }
+    throw;
+  }
 }
 
 // For kernels without a probe.

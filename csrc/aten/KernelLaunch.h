@@ -31,10 +31,9 @@
 namespace torch_mydev {
 
 // A launch its caller watches: the caller waits for this kernel alone (not for
-// the stream, nor for other kernels' errors), and a NotImplementedError the
-// kernel raises — a dtype its CPU code lacks — is handed to the caller instead
-// of failing the kernel (DtypeSignatures.h). Any other failure stays the
-// kernel's, and surfaces at a synchronization as always.
+// the stream, nor for other kernels' errors), and whatever the kernel raises
+// is handed to the caller, to raise at the call, instead of failing the
+// kernel (DtypeSignatures.h).
 class KernelWatch {
  public:
   KernelWatch() = default;
@@ -42,25 +41,25 @@ class KernelWatch {
   KernelWatch& operator=(const KernelWatch&) = delete;
 
   // On the worker, once the kernel is over; the watch may be gone as soon as this returns.
-  void finish(std::optional<std::string> missing_kernel) {
+  void finish(std::exception_ptr error) {
     std::lock_guard<std::mutex> lock(mutex_);
-    missing_kernel_ = std::move(missing_kernel);
+    error_ = std::move(error);
     done_ = true;
     finished_.notify_all();
   }
 
-  // Waits for the kernel; the message of its NotImplementedError, if it raised one.
-  std::optional<std::string> wait() {
+  // Waits for the kernel; what it raised, if anything.
+  std::exception_ptr wait() {
     std::unique_lock<std::mutex> lock(mutex_);
     finished_.wait(lock, [this] { return done_; });
-    return missing_kernel_;
+    return error_;
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable finished_;
   bool done_ = false;
-  std::optional<std::string> missing_kernel_;
+  std::exception_ptr error_;
 };
 
 namespace detail {
@@ -71,6 +70,16 @@ struct KernelClosure {
   bool grad_enabled;
   KernelWatch* watch;
 };
+
+// Fails the running kernel on its stream with what it raised.
+inline void failKernel(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const c10::Error*>(&e)) {
+    rememberKernelErrorKind(error->what_without_backtrace(), kernelErrorKindOf(*error));
+    mydevKernelFail(error->what_without_backtrace());
+  } else {
+    mydevKernelFail(e.what());
+  }
+}
 
 // A kernel runs as a backend kernel runs on the calling thread: below
 // autograd, and in the caller's grad mode. ATen code that builds tensors
@@ -85,31 +94,25 @@ void runKernelClosure(void* args) {
   auto* closure = static_cast<KernelClosure<F>*>(args);
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   c10::AutoGradMode grad_mode(closure->grad_enabled);
-  std::optional<std::string> missing_kernel;
+  std::exception_ptr error;
   // The watch is finished however the kernel ends, a forced unwind included.
   struct FinishWatch {
     KernelWatch* watch;
-    std::optional<std::string>& missing_kernel;
+    std::exception_ptr& error;
     ~FinishWatch() {
       if (watch != nullptr) {
-        watch->finish(std::move(missing_kernel));
+        watch->finish(std::move(error));
       }
     }
-  } finish_watch{closure->watch, missing_kernel};
+  } finish_watch{closure->watch, error};
   try {
     closure->body();
-  } catch (const c10::NotImplementedError& e) {
-    if (closure->watch != nullptr) {
-      missing_kernel = e.msg();
-    } else {
-      rememberKernelErrorKind(e.what_without_backtrace(), kernelErrorKindOf(e));
-      mydevKernelFail(e.what_without_backtrace());
-    }
-  } catch (const c10::Error& e) {
-    rememberKernelErrorKind(e.what_without_backtrace(), kernelErrorKindOf(e));
-    mydevKernelFail(e.what_without_backtrace());
   } catch (const std::exception& e) {
-    mydevKernelFail(e.what());
+    if (closure->watch != nullptr) {
+      error = std::current_exception();
+    } else {
+      failKernel(e);
+    }
   }
 }
 

@@ -1,9 +1,11 @@
 // native_dropout, which F.dropout takes on accelerators in training. Its CPU
 // kernel draws the mask from the CPU generator; run through the generic
-// fallback it would ignore torch.mydev.manual_seed and race with the host's
-// own use of that generator. This kernel follows ATen's CPU formula with
-// mydev operators, so the mask comes from bernoulli_ on the device generator
-// (same seed, same mask as on the CPU).
+// fallback it would ignore torch.mydev.manual_seed. This kernel follows
+// ATen's CPU formula with mydev operators, so the mask comes from bernoulli_
+// on the device generator (Philox, in launch order). Complex inputs are
+// refused as CUDA's fused kernel refuses them (F.dropout on the CPU takes
+// another path, whose bernoulli_ refuses them too): the formula would
+// silently accept them.
 //
 // native_dropout_backward is ATen's CPU formula with mydev operators too: its
 // fallback path would size the result with the Python Meta decomposition that
@@ -21,6 +23,8 @@ namespace {
 using at::Tensor;
 
 std::tuple<Tensor, Tensor> nativeDropout(const Tensor& input, double p, std::optional<bool> train) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!input.is_complex(), "\"fused_dropout\" not implemented for '", input.scalar_type(),
+                              "'");
   if (input.numel() == 0) {
     return {input, at::empty_like(input)};
   }

@@ -126,7 +126,7 @@ Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices, 
 
 void checkMaskedFill(const Tensor& self, const Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
-              mask.scalar_type());
+              mask.dtype());
   at::assert_no_internal_overlap(self);
   TORCH_CHECK(at::infer_size_dimvector(self.sizes(), mask.sizes()) == self.sizes(),
               "masked_fill_: the mask of shape ", mask.sizes(), " cannot be broadcast to the tensor of shape ",

@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include <string>
+#include <string_view>
 
 namespace torch_mydev::native {
 
@@ -27,7 +28,8 @@ using OptionalScalar = std::optional<at::Scalar>;
 at::DimVector checkVariance(const char* name, const Tensor& self, at::OptionalIntArrayRef dim,
                             const OptionalScalar& correction, bool keepdim) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
-              "std and var only support floating point and complex dtypes");
+              std::string_view(name).ends_with("_mean") ? name : "std and var",
+              " only support floating point and complex dtypes");
   at::DimVector shape = at::native::shape_from_dim_mask(self, at::native::make_dim_mask(dim, self.dim()), keepdim);
   const int64_t outputs = c10::multiply_integers(shape);
   if (outputs > 0) {
