@@ -395,6 +395,59 @@ class TestConformanceOptions(TestCase):
         self.assertEqual([failure["outcome"] for failure in result["inputs"]], ["late", "wrong", "silent"])
         self.assertIn("1 late, 1 wrong, 1 silent of 4", result["reason"])
 
+    def test_error_inputs_of_each_device_are_paired_by_what_they_expect(self):
+        """Upstream builds some error inputs for the CPU alone (bounds that CUDA checks in its kernels) and some for
+        other devices alone: each device input meets the CPU input expecting the same error, and the CPU's own run on
+        the device apart, where late is what CUDA does and silent fails."""
+        from torch.testing._internal.opinfo.core import ErrorInput
+
+        from torch_mydev.conformance.error_runner import run_error_inputs
+
+        class FakeOp:
+            error_inputs_func = True
+
+            def __init__(self, cpu_only_outcome):
+                self.cpu_only_outcome = cpu_only_outcome
+
+            def error_inputs(self, device):
+                yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("dtype",)), error_regex="bad dtype")
+                if torch.device(device).type == "cpu":
+                    yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("bounds",)),
+                                     error_type=IndexError, error_regex="out of bounds")
+                else:
+                    yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("devices",)),
+                                     error_regex="same device")
+                yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("shape",)), error_regex="bad shape")
+
+            def __call__(self, x, check):
+                if check == "dtype":
+                    raise RuntimeError("bad dtype")
+                if check == "shape":
+                    raise RuntimeError("bad shape")
+                if check == "devices":
+                    raise RuntimeError("Expected all tensors to be on the same device")
+                if x.device.type == "cpu":
+                    raise IndexError("index 5 is out of bounds")
+                if self.cpu_only_outcome == "late":
+                    torch.take(x, torch.tensor([0], device=x.device))
+                    torch.take(x, torch.tensor([100], device=x.device))
+                return x
+
+        late = run_error_inputs(FakeOp("late"), device=torch.device("mydev"))
+        self.assertEqual(late["status"], "pass", late["reason"])
+        samples = late["samples"]
+        # dtype, devices (the device's own) and shape raise at the call; positional pairing would have judged the
+        # device's "devices" input against the CPU's "bounds" one, and "shape" against nothing.
+        self.assertEqual((samples["run"], samples["at_call"]), (3, 3))
+        self.assertEqual((samples["cpu_only_late"], samples["cpu_only_silent"]), (1, 0))
+
+        silent = run_error_inputs(FakeOp("silent"), device=torch.device("mydev"))
+        self.assertEqual(silent["status"], "mismatch")
+        self.assertEqual(silent["samples"]["cpu_only_silent"], 1)
+        self.assertEqual([(failure["input"], failure["outcome"]) for failure in silent["inputs"]],
+                         [("CPU-only #1", "silent")])
+        self.assertIn("1 silent of the CPU-only inputs", silent["reason"])
+
 
 class TestConformanceBuildingBlocks(TestCase):
     def test_transfer_keeps_layout_bits_and_aliasing(self):

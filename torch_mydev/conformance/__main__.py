@@ -280,7 +280,9 @@ def print_summary(report, output):
         print(
             f"error inputs of {summary['ops']} ops: {summary['inputs']} that the CPU rejects: {summary['at_call']} raise "
             f"at the call, {summary['late']} late, {summary['wrong']} wrong, {summary['silent']} silent "
-            f"({summary['cpu_does_not_raise']} more that the CPU does not reject)"
+            f"({summary['cpu_does_not_raise']} more that the CPU does not reject); {summary['cpu_only']} more only the "
+            f"CPU's list has: {summary['cpu_only_at_call']} at the call, {summary['cpu_only_late']} late (as on CUDA), "
+            f"{summary['cpu_only_wrong']} wrong, {summary['cpu_only_silent']} silent"
         )
     if "upstream" in report:
         summary = report["upstream"]["summary"]

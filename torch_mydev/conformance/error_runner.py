@@ -1,23 +1,36 @@
 """Runs one OpInfo's error inputs on the device, judged against the CPU: what upstream's ``TestCommon.test_errors``
 runs, with the device's asynchrony in view.
 
-An error input is a call that must raise a given exception type with a message matching a regex. Its CPU twin
-(``op.error_inputs("cpu")``, built alike) runs first: an input the CPU does not reject as expected says nothing about
-the device (``cpu_does_not_raise``). The device's input is then judged by when and how it fails:
+An error input is a call that must raise a given exception type with a message matching a regex. Upstream builds the
+list per device (``op.error_inputs(device)``), so the CPU's list and the device's may differ: some inputs are built
+only for the CPU (an index out of bounds: "bounds checking does not occur on CUDA devices", where a kernel checks it
+and the error comes later, as a device-side assertion), some only for other devices (tensors on two devices). Each
+device input is paired with the CPU input that expects the same exception type and message, in order.
 
-- ``at_call``: the call raised the expected type with a matching message (the device's name may stand where the
-  message names a device), as on the CPU;
-- ``late``: the call returned and the error came at the next synchronization, from a kernel that ran later on the
-  stream (whatever the error);
-- ``wrong``: the call raised, but another exception type, or a message that does not match;
-- ``silent``: nothing raised, not even at the synchronization.
+- A paired input runs on the CPU first: one the CPU does not reject as expected says nothing about the device
+  (``cpu_does_not_raise``). Then the device's input is judged by when and how it fails:
 
-An op passes when every error input that the CPU rejects raises at the call on the device.
+  - ``at_call``: the call raised the expected type with a matching message (the device's name may stand where the
+    message names a device), as on the CPU;
+  - ``late``: the call returned and the error came at the next synchronization, from a kernel that ran later on the
+    stream (whatever the error);
+  - ``wrong``: the call raised, but another exception type, or a message that does not match;
+  - ``silent``: nothing raised, not even at the synchronization.
+
+- A device input without a CPU twin is judged the same way, on the device alone, as upstream judges it.
+- A CPU input without a device twin that the CPU rejects is moved to the device and judged too, apart
+  (``cpu_only``): upstream does not ask a device for these, and a device that checks them in its kernels, as CUDA
+  does, reports them ``late``. Only ``wrong`` or ``silent`` fails the op there: a call that raises nothing returned
+  garbage.
+
+An op passes when every device input that the CPU rejects (or that only the device has) raises at the call, and no
+CPU-only input is wrong or silent.
 """
 import re
 
 from .execution import CPU, synchronize
 from .outcome import ERROR, MISMATCH, PASS, SKIPPED, exception_text, pair_without_samples
+from .sample_transfer import Call, DeviceTransfer
 
 AT_CALL = "at_call"
 LATE = "late"
@@ -26,6 +39,13 @@ SILENT = "silent"
 CPU_DOES_NOT_RAISE = "cpu_does_not_raise"
 OUTCOMES = (AT_CALL, LATE, WRONG, SILENT, CPU_DOES_NOT_RAISE)
 FAILING = (LATE, WRONG, SILENT)
+# Outcomes of the inputs only the CPU has, counted as "cpu_only_<outcome>"; of those, these fail the op.
+CPU_ONLY_OUTCOMES = (AT_CALL, LATE, WRONG, SILENT)
+CPU_ONLY_FAILING = (WRONG, SILENT)
+
+
+def cpu_only(outcome):
+    return f"cpu_only_{outcome}"
 
 
 def run_error_inputs(op, *, device):
@@ -34,34 +54,76 @@ def run_error_inputs(op, *, device):
         device_inputs = list(op.error_inputs(device.type))
     except Exception as exception:
         return pair_without_samples(ERROR, f"building the error inputs failed: {exception_text(exception)}")
+    twins, cpu_alone = pair_inputs(cpu_inputs, device_inputs)
     counts = {outcome: 0 for outcome in OUTCOMES}
+    counts.update({cpu_only(outcome): 0 for outcome in CPU_ONLY_OUTCOMES})
     failures = []
-    for index, (cpu_input, device_input) in enumerate(zip(cpu_inputs, device_inputs)):
-        if _call(op, cpu_input, CPU)[0] != AT_CALL:
+    for index, (device_input, cpu_input) in enumerate(zip(device_inputs, twins)):
+        if cpu_input is not None and _call(op, cpu_input, CPU)[0] != AT_CALL:
             counts[CPU_DOES_NOT_RAISE] += 1
             continue
         outcome, raised = _call(op, device_input, device)
         counts[outcome] += 1
         if outcome != AT_CALL:
-            failures.append(
-                {
-                    "input": index,
-                    "outcome": outcome,
-                    "expected": f"{device_input.error_type.__name__} matching {device_input.error_regex!r}",
-                    "raised": raised,
-                }
-            )
+            failures.append(_failure(f"#{index}", outcome, device_input, raised))
+    for index in cpu_alone:
+        cpu_input = cpu_inputs[index]
+        if _call(op, cpu_input, CPU)[0] != AT_CALL:
+            continue
+        outcome, raised = _call(op, _moved(cpu_input, device), device)
+        counts[cpu_only(outcome)] += 1
+        if outcome in CPU_ONLY_FAILING:
+            failures.append(_failure(f"CPU-only #{index}", outcome, cpu_input, raised))
     judged = sum(counts[outcome] for outcome in (AT_CALL, *FAILING))
     samples = {"run": judged, **counts}
     if failures:
         first = failures[0]
-        tally = ", ".join(f"{counts[outcome]} {outcome}" for outcome in FAILING if counts[outcome])
-        reason = f"{tally} of {judged}; first: input #{first['input']} {first['outcome']}: expected {first['expected']}"
+        tallies = []
+        if any(counts[outcome] for outcome in FAILING):
+            tallies.append(", ".join(f"{counts[outcome]} {outcome}" for outcome in FAILING if counts[outcome])
+                           + f" of {judged}")
+        if any(counts[cpu_only(outcome)] for outcome in CPU_ONLY_FAILING):
+            tallies.append(", ".join(f"{counts[cpu_only(outcome)]} {outcome}" for outcome in CPU_ONLY_FAILING
+                                     if counts[cpu_only(outcome)]) + " of the CPU-only inputs")
+        reason = f"{'; '.join(tallies)}; first: input {first['input']} {first['outcome']}: expected {first['expected']}"
         reason += f", got {first['raised']}" if first["raised"] else ", nothing raised"
         return {"status": MISMATCH, "reason": reason, "samples": samples, "failure": first, "inputs": failures}
     if judged == 0:
         return {"status": SKIPPED, "reason": "no error input raises on the CPU", "samples": samples, "failure": None}
     return {"status": PASS, "reason": None, "samples": samples, "failure": None}
+
+
+def pair_inputs(cpu_inputs, device_inputs):
+    """Per device input, its CPU twin (None: the device's own), and the indices of the CPU inputs left unpaired."""
+    unpaired = list(range(len(cpu_inputs)))
+    twins = []
+    for device_input in device_inputs:
+        twin = next((index for index in unpaired if _expects(cpu_inputs[index]) == _expects(device_input)), None)
+        if twin is not None:
+            unpaired.remove(twin)
+        twins.append(None if twin is None else cpu_inputs[twin])
+    return twins, unpaired
+
+
+def _expects(error_input):
+    return error_input.error_type, error_input.error_regex
+
+
+def _failure(label, outcome, error_input, raised):
+    return {
+        "input": label,
+        "outcome": outcome,
+        "expected": f"{error_input.error_type.__name__} matching {error_input.error_regex!r}",
+        "raised": raised,
+    }
+
+
+def _moved(error_input, device):
+    """A CPU error input with its tensors moved to ``device``, views and shared storages kept."""
+    sample = error_input.sample_input
+    moved = DeviceTransfer(device).call(Call(sample.input, sample.args, sample.kwargs))
+    return type(error_input)(type(sample)(moved.input, args=moved.args, kwargs=moved.kwargs),
+                             error_type=error_input.error_type, error_regex=error_input.error_regex)
 
 
 def _call(op, error_input, device):

@@ -234,10 +234,14 @@ def _error_inputs_section(error_inputs):
         "<p>Each op's error inputs (the bad calls of upstream's <code>TestCommon.test_errors</code>) ran on the CPU "
         "and on the device. Of those the CPU rejects as expected, each must raise on the device <em>at the call</em>, "
         "with the expected exception type and message: not only at the next synchronization (<em>late</em>), not "
-        "another error (<em>wrong</em>), not nothing (<em>silent</em>).</p>",
+        "another error (<em>wrong</em>), not nothing (<em>silent</em>). Inputs upstream builds for the CPU alone "
+        "(bounds that CUDA checks in its kernels) run on the device too: there, late is what CUDA does, and only "
+        "wrong or silent fails.</p>",
         f'<p class="meta">{summary["ops"]} ops; {summary["inputs"]} inputs the CPU rejects: {summary["at_call"]} at the '
         f'call ({_percent(rate)}), {summary["late"]} late, {summary["wrong"]} wrong, '
-        f'{summary["silent"]} silent; {summary["cpu_does_not_raise"]} more the CPU does not reject.</p>',
+        f'{summary["silent"]} silent; {summary["cpu_does_not_raise"]} more the CPU does not reject. '
+        f'{summary["cpu_only"]} only for the CPU: {summary["cpu_only_at_call"]} at the call, '
+        f'{summary["cpu_only_late"]} late, {summary["cpu_only_wrong"]} wrong, {summary["cpu_only_silent"]} silent.</p>',
         _cards(summary, "ops with error inputs"),
         "<h3>Ops whose error inputs did not all raise at the call</h3>",
         _failure_table("errors", error_inputs["results"]),

@@ -2,7 +2,7 @@
 of the ops' error inputs."""
 from collections import defaultdict
 
-from .error_runner import FAILING, OUTCOMES
+from .error_runner import CPU_ONLY_OUTCOMES, FAILING, OUTCOMES, cpu_only
 from .outcome import NOT_APPLICABLE, PASS, SKIPPED, STATUSES
 
 
@@ -42,13 +42,16 @@ def _percent(part, whole):
 
 
 def summarize_error_inputs(results):
-    """Ops by status, and their error inputs by outcome (error_runner.py): ``inputs`` counts those the CPU rejects."""
-    counts = {outcome: sum(result["samples"].get(outcome, 0) for result in results) for outcome in OUTCOMES}
+    """Ops by status, and their error inputs by outcome (error_runner.py): ``inputs`` counts those the device must
+    reject at the call, ``cpu_only`` those only the CPU's list has (and the CPU rejects), run on the device too."""
+    names = (*OUTCOMES, *(cpu_only(outcome) for outcome in CPU_ONLY_OUTCOMES))
+    counts = {name: sum(result["samples"].get(name, 0) for result in results) for name in names}
     inputs = counts["at_call"] + sum(counts[outcome] for outcome in FAILING)
     return {
         **tally(results),
         "ops": len(results),
         "inputs": inputs,
         **counts,
+        "cpu_only": sum(counts[cpu_only(outcome)] for outcome in CPU_ONLY_OUTCOMES),
         "at_call_rate": _percent(counts["at_call"], inputs),
     }
