@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepares a working checkout: a virtual environment in .venv with the pinned
-# CPU build of torch 2.13.0 and the other dependencies, the package installed in
+# Prepares a working checkout: a virtual environment in .venv with torch 2.13.0
+# (the build pip's configured index offers: README.md, "Which torch build") and
+# the other dependencies, each pinned in scripts/constraints.txt, the package installed in
 # editable mode (for the torch.backends entry point), and the C++ extension
 # built in place. Every step is skipped when already done, and the build is
 # incremental (ninja), so running it again is cheap.
