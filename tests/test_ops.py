@@ -528,6 +528,9 @@ class TestMydevOps(TestCase):
         with self.assertRaisesRegex(IndexError, "index out of range in self"):
             torch.index_select(torch.ones(3), 0, torch.tensor([5]))
         device_x = torch.ones(3, device=device)
+        # A valid call first: the first launch of a signature without a probe waits for its kernel, and would raise
+        # the kernel's error at the call (tests/test_bad_input.py).
+        torch.index_select(device_x, 0, torch.tensor([1], device=device))
         selected = torch.index_select(device_x, 0, torch.tensor([5], device=device))
         self.assertEqual(selected.shape, (1,))
         with self.assertRaisesRegex(IndexError, "kernel 'aten::index_select.out' failed on mydev:0: index out of range"):

@@ -122,6 +122,7 @@ class TestAsynchronousExecution(TestCase):
 class TestKernelErrors(TestCase):
     def test_kernel_error_surfaces_at_synchronize_and_device_stays_usable(self):
         x = torch.arange(5.0, device="mydev")
+        torch.index_select(x, 0, torch.tensor([1], device="mydev"))  # the signature runs: later launches are async
         index = torch.tensor([10], device="mydev")
         torch.index_select(x, 0, index)  # fails inside the kernel, after the launch returned
         # IndexError, as ATen's CPU kernel raises it.
@@ -135,6 +136,9 @@ class TestKernelErrors(TestCase):
             """
             import torch
             x = torch.arange(5.0, device="mydev")
+            # A valid call first: once its signature has run, index_select's launches are asynchronous, and only
+            # launch blocking makes a device-side error raise at the call (as CUDA_LAUNCH_BLOCKING does).
+            torch.index_select(x, 0, torch.tensor([1], device="mydev"))
             try:
                 torch.index_select(x, 0, torch.tensor([10], device="mydev"))
                 print("no error at the call")
