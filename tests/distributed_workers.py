@@ -220,8 +220,9 @@ def stream_semantics(rank, world_size, init_file):
             side.synchronize()
             assert_close(result.cpu(), torch.tensor([2.0 * sum(range(1, world_size + 1))]))
 
-        # getFuture does not block, and its value is the output list. Taken before the collective ends, its
-        # callbacks run on mccl's comm thread (never on a stream worker); taken after, at once on the caller's.
+        # getFuture does not block, and its value is the output list. As NCCL's, it is completed when taken, with
+        # events on the comm stream: its callbacks run at once on the caller's thread, their streams ordered after
+        # the collective, even one taken while the collective still waits for a peer (rank 0's here).
         tensor = torch.ones(4, device=device)
         if rank != 0:
             time.sleep(0.5)  # so that rank 0's collective cannot end before rank 0 takes its future
@@ -233,10 +234,37 @@ def stream_semantics(rank, world_size, init_file):
             return future.value()[0] * 3
 
         done = work.get_future().then(times_three)
+        assert callback_threads == [current_thread_name()], callback_threads
         assert_close(done.wait().cpu(), torch.full((4,), 3.0 * world_size))
-        if rank == 0:
-            assert callback_threads == ["mccl comm"], callback_threads
+        work.wait()
         assert work.is_completed() and work.is_success()
+
+        # A collective launched by a callback is launched where the program takes the future, on every rank, however
+        # the ranks' collectives end in time (PowerSGD's hook does this); so a callback may wait for its future.
+        first, nested, after = (torch.ones(4, device=device), torch.ones(2, device=device),
+                                torch.full((2,), 10.0, device=device))
+        if rank == 1:
+            time.sleep(0.3)
+        work = dist.all_reduce(first, async_op=True)
+        if rank == 1:
+            work.wait()
+            time.sleep(0.2)
+        nested_result = work.get_future().then(
+            lambda future: dist.all_reduce(nested, async_op=True).get_future().wait()[0] + future.value()[0][:2])
+        dist.all_reduce(after)
+        assert_close(nested_result.wait().cpu(), torch.full((2,), 2.0 * world_size))
+        assert_close(nested.cpu(), torch.full((2,), float(world_size)))
+        assert_close(after.cpu(), torch.full((2,), 10.0 * world_size))
+
+        # A dtype gloo cannot reduce is refused at the call, as NCCL refuses one, and the group stays usable.
+        try:
+            dist.all_reduce(torch.ones(2, dtype=torch.int16, device=device))
+            raise AssertionError("an int16 all_reduce was accepted")
+        except TypeError as error:
+            assert "not supported for mccl process group: Short" in str(error), error
+        usable = torch.ones(2, device=device)
+        dist.all_reduce(usable)
+        assert_close(usable.cpu(), torch.full((2,), float(world_size)))
         late = dist.all_reduce(torch.ones(4, device=device), async_op=True)
         late.wait()
         late_done = late.get_future().then(times_three)
@@ -251,8 +279,6 @@ def stream_semantics(rank, world_size, init_file):
         torch.mydev.synchronize()
         assert_close(dropped.cpu(), torch.full((1024,), float(sum(range(1, world_size + 1)))))
         dist.barrier()
-        if rank == 0:  # the rank whose future was taken before its collective ended: it started the comm thread
-            assert "mccl comm" in thread_names()
 
         # A collective with nothing to wait for is handed to gloo as a host task of the comm stream: no stream worker
         # wakes for it (through a kernel, each cost the worker ~70 us of CPU time), and the stream still orders the
@@ -416,8 +442,33 @@ def ddp_training(rank, world_size, init_file, result_file):
         assert logging_data["avg_backward_comm_time"] > 0, logging_data
         if rank == 0:
             torch.save([p.detach().cpu() for p in model.parameters()], result_file)
+        check_power_sgd_hook(rank, world_size, device)
     finally:
         dist.destroy_process_group()
+
+
+def check_power_sgd_hook(rank, world_size, device):
+    """PowerSGD's comm hook, over several buckets: its callbacks launch collectives and wait for their futures, which
+    needs every rank to launch them in the same order (hung before mccl's futures completed when taken). The ranks
+    train on different data and must end with the same parameters."""
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*(torch.nn.Linear(32, 32) for _ in range(4))).to(device)
+    ddp = DistributedDataParallel(model, device_ids=[rank], bucket_cap_mb=0.005)
+    state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2)
+    ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for step in range(4):
+        optimizer.zero_grad()
+        ddp(torch.full((8, 32), float(rank + step), device=device)).square().mean().backward()
+        optimizer.step()
+    flat = torch.cat([parameter.detach().flatten() for parameter in model.parameters()])
+    everyone = [torch.empty_like(flat) for _ in range(world_size)]
+    dist.all_gather(everyone, flat)
+    for other in everyone[1:]:
+        assert torch.equal(other.cpu(), everyone[0].cpu())
 
 
 def dead_peer(rank, world_size, init_file):

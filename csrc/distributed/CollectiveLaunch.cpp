@@ -36,6 +36,36 @@ c10::Device deviceOfCollective(const std::vector<at::Tensor>& tensors, const cha
   return device;
 }
 
+// Gloo computes in these dtypes (and in complex ones, as pairs of reals);
+// it refuses others only once its thread runs the collective, where the
+// refusal cannot be told from a failed transfer, which breaks the group.
+// Refused here, at the call, they leave the group usable. Sends and
+// receives move bytes, of any dtype.
+void checkGlooDtypes(const std::vector<at::Tensor>& tensors, OpType type) {
+  if (type == OpType::SEND || type == OpType::RECV || type == OpType::RECVANYSOURCE) {
+    return;
+  }
+  for (const at::Tensor& tensor : tensors) {
+    switch (tensor.scalar_type()) {
+      case at::kFloat:
+      case at::kDouble:
+      case at::kHalf:
+      case at::kBFloat16:
+      case at::kChar:
+      case at::kByte:
+      case at::kBool:
+      case at::kInt:
+      case at::kLong:
+      case at::kComplexFloat:
+      case at::kComplexDouble:
+        break;
+      default:
+        TORCH_CHECK_TYPE(false, "Input tensor data type is not supported for mccl process group: ",
+                         tensor.scalar_type());
+    }
+  }
+}
+
 bool glooFutureCompletes(OpType type) {
   switch (type) {
     case OpType::ALLREDUCE:
@@ -63,13 +93,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
   all.insert(all.end(), outputs.begin(), outputs.end());
   const c10::Device device = type == OpType::BARRIER ? c10::Device(c10::DeviceType::PrivateUse1, barrier_device)
                                                      : deviceOfCollective(all, title);
+  checkGlooDtypes(all, type);
   const bool is_send = type == OpType::SEND;
   const MydevStream caller = getCurrentMydevStream(device.index());
   const MydevStream stream = streamFor(device.index(), is_send);
   auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, inputs, outputs, device, stream);
   // The Works of finished operations are settled and released after the
-  // lock, on this thread (a future's callback may launch another operation;
-  // releasing a tensor may need the GIL).
+  // lock, on this thread (releasing a tensor may need the GIL).
   std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
   try {
     launchInOrder(work, type, title, stream, caller, inputs, outputs, std::move(call), outputs_are_inputs, finished);
@@ -186,9 +216,9 @@ void ProcessGroupMydev::launchOnStream(
   }
   // The kernel gets the Work by pointer: the backend holds it until its end
   // event has passed (a Work's tensors must not be freed on a stream worker
-  // or where the runtime retires a kernel). If the future was taken (or a
-  // profiler range is open), the kernel hands the Work to the comm thread;
-  // otherwise no thread of mccl's wakes: the runtime wakes the caller's waits.
+  // or where the runtime retires a kernel). If a profiler range is open, the
+  // kernel hands the Work to the comm thread; otherwise no thread of mccl's
+  // wakes: the runtime wakes the caller's waits.
   // Never run before the launch returns, even under deterministic mode:
   // gloo reads no ATen setting, and a send would wait for its peer.
   launchKernelReadingNoSettings(title, stream,
@@ -196,23 +226,33 @@ void ProcessGroupMydev::launchOnStream(
                 call = std::move(call), outputs_are_inputs] {
                  std::exception_ptr failure = brokenError();
                  if (!failure) {
+                   KernelMemory memory;
+                   std::vector<at::Tensor> host_in;
+                   std::vector<at::Tensor> host_out;
+                   std::vector<at::Tensor> gloo_in;
+                   std::vector<at::Tensor> gloo_out;
+                   c10::intrusive_ptr<c10d::Work> transfer;
                    try {
-                     KernelMemory memory;
-                     std::vector<at::Tensor> host_in;
-                     std::vector<at::Tensor> host_out;
                      for (const DeviceTensorRef& ref : input_refs) {
                        host_in.push_back(memory.map(ref));
                      }
                      for (const DeviceTensorRef& ref : output_refs) {
                        host_out.push_back(memory.map(ref));
                      }
-                     std::vector<at::Tensor> gloo_in = contiguous(host_in);
-                     std::vector<at::Tensor> gloo_out = outputs_are_inputs ? gloo_in : contiguous(host_out);
-                     call(gloo_in, gloo_out)->wait(timeout_);
-                     copyBack(gloo_out, outputs_are_inputs ? host_in : host_out);
+                     gloo_in = contiguous(host_in);
+                     gloo_out = outputs_are_inputs ? gloo_in : contiguous(host_out);
+                     transfer = call(gloo_in, gloo_out);
                    } catch (...) {
-                     failure = std::current_exception();
-                     breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
+                     failure = std::current_exception();  // refused before any transfer (refusedByGloo)
+                   }
+                   if (!failure) {
+                     try {
+                       transfer->wait(timeout_);
+                       copyBack(gloo_out, outputs_are_inputs ? host_in : host_out);
+                     } catch (...) {
+                       failure = std::current_exception();
+                       breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
+                     }
                    }
                  }
                  transferEnded(work, failure);
@@ -252,24 +292,14 @@ bool ProcessGroupMydev::startOnHost(
   if (mydevHostTaskBegin(stream.handle(), &task) != mydevSuccess) {
     return false;
   }
-  std::exception_ptr failure;
-  c10::intrusive_ptr<c10d::Work> transfer;
-  try {
-    std::vector<at::Tensor> host_in = hostAliases(task, inputs);
-    std::vector<at::Tensor> host_out = outputs_are_inputs ? host_in : hostAliases(task, outputs);
-    transfer = call(host_in, host_out);
-    TORCH_CHECK(transfer, "mccl: gloo returned no Work");
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  // Runs on gloo's thread, or here if gloo is done already: under no lock of
-  // mccl's but launch_mutex_, which ending takes none of.
-  // The Work ends first, as in a kernel. The task ends whatever happens:
+  // Runs on gloo's thread, or here if gloo is done already or refused the
+  // call: under no lock of mccl's but launch_mutex_, which ending takes none
+  // of. The Work ends first, as in a kernel. The task ends whatever happens:
   // left open, it would hold the stream, and everything after it, forever
   // (a Work that could not be ended then fails at its wait()).
-  auto end = [this, work = work.get(), task](std::exception_ptr failure) {
+  auto end = [this, work = work.get(), task](std::exception_ptr failure, bool breaks_group) {
     try {
-      if (failure) {
+      if (failure && breaks_group) {
         breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
       }
       transferEnded(work, failure);
@@ -278,17 +308,23 @@ bool ProcessGroupMydev::startOnHost(
     }
     (void)mydevHostTaskEnd(task);
   };
-  if (!failure) {
-    try {
-      transfer->getFuture()->addCallback([end](c10::ivalue::Future& done) {
-        end(done.hasError() ? done.exception_ptr() : nullptr);
-      });
-    } catch (...) {
-      failure = std::current_exception();
-    }
+  c10::intrusive_ptr<c10d::Work> transfer;
+  try {
+    std::vector<at::Tensor> host_in = hostAliases(task, inputs);
+    std::vector<at::Tensor> host_out = outputs_are_inputs ? host_in : hostAliases(task, outputs);
+    transfer = call(host_in, host_out);
+    TORCH_CHECK(transfer, "mccl: gloo returned no Work");
+  } catch (...) {
+    end(std::current_exception(), /*breaks_group=*/false);  // refused before any transfer (refusedByGloo)
+    work->recordEnd();
+    return true;
   }
-  if (failure) {
-    end(failure);
+  try {
+    transfer->getFuture()->addCallback([end](c10::ivalue::Future& done) {
+      end(done.hasError() ? done.exception_ptr() : nullptr, /*breaks_group=*/true);
+    });
+  } catch (...) {
+    end(std::current_exception(), /*breaks_group=*/true);
   }
   work->recordEnd();
   return true;
@@ -343,6 +379,13 @@ std::vector<c10::intrusive_ptr<CollectiveWork>> ProcessGroupMydev::takeFinishedW
   return finished;
 }
 
+// refusedByGloo: an operation gloo refuses when it is called (a dtype or
+// reduction it lacks, tensors of the wrong sizes) has sent and received
+// nothing, and gloo's own group stays usable after it, as it does for CPU
+// tensors: it fails alone, and does not break the group. Every rank that
+// made the same call refused it alike; a refusal on one rank only leaves the
+// ranks' collectives paired differently, as it would with gloo itself.
+//
 // After a failed collective (a dead peer, a timeout) gloo may still write
 // into its tensors, and the ranks no longer agree on what ran: as NCCL
 // aborts its communicator, the group fails every later collective, and the
@@ -381,7 +424,7 @@ MydevStream ProcessGroupMydev::streamFor(c10::DeviceIndex device, bool for_sends
   return found->second;
 }
 
-// Completes taken futures and ends profiler ranges, off the stream workers.
+// Ends profiler ranges, off the stream workers.
 // Starts the thread on first use; refuses once stopThreads has retired it.
 bool ProcessGroupMydev::postToCommThread(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -399,7 +442,7 @@ std::exception_ptr ProcessGroupMydev::shutDownError() {
 }
 
 void ProcessGroupMydev::stopThreads() {
-  // The queued tasks complete futures whose Python callbacks need the GIL,
+  // The queued tasks end profiler ranges, whose release may need the GIL,
   // which the caller (destroy_process_group, a dealloc) may hold.
   std::optional<py::gil_scoped_release> without_gil;
   if (Py_IsInitialized() && PyGILState_Check() != 0) {

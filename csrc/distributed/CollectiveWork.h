@@ -31,9 +31,8 @@ inline std::exception_ptr backendError(const std::string& message) {
 
 // An operation's Work. It ends with its kernel (which reports its end, then
 // an event recorded after it passes), or on the host if its launch was
-// refused or failed. The future is completed once it has been taken and the
-// operation has ended, by whichever of the two comes second: a Work whose
-// future nobody takes costs no completion.
+// refused or failed. Its future is completed when it is taken, as NCCL's is
+// at the launch (below).
 class CollectiveWork final : public c10d::Work {
  public:
   CollectiveWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
@@ -80,28 +79,38 @@ class CollectiveWork final : public c10d::Work {
 
   std::vector<at::Tensor> result() override { return outputs_; }
 
-  // Does not wait (DDP's comm hooks take it right after the launch).
-  // A future taken before a device fault dropped the kernel completes (with
-  // the fault) when the Work is settled: at wait(), the backend's next
-  // operation, or its shutdown.
+  // Does not wait (DDP's comm hooks take it right after the launch). The
+  // future is completed here, as NCCL's is at the launch, with the
+  // operation's stream current: the events it records there order whoever
+  // waits for it (future.wait(), a callback's streams) after the operation,
+  // and the host waits for nothing. So its callbacks run at once, on this
+  // thread, in the order the program takes the futures, the same on every
+  // rank: a callback that launches a collective (PowerSGD's hook) launches it
+  // in the same place on each, and may wait for that collective's future
+  // (ending on another thread, callbacks ran in whatever order the
+  // collectives ended, and a callback waiting there would wait forever). A
+  // failure of the operation that comes after is not the future's: wait()
+  // reports it, and the group's next operation raises.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
-    bool ended_already = false;
     c10::intrusive_ptr<c10::ivalue::Future> future;
+    std::exception_ptr failure;
     {
       // Made on demand: most Works are only waited for.
       std::lock_guard<std::mutex> lock(state_mutex_);
-      if (!future_) {
-        future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
-                                                           std::vector<c10::Device>{device_});
+      if (future_) {
+        return future_;
       }
+      future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
+                                                         std::vector<c10::Device>{device_});
       future = future_;
-      future_wanted_ = true;
-      ended_already = ended_;
+      failure = error_;
     }
-    if (!ended_already && end_.query()) {
-      settle();  // a kernel that passed without ending: dropped by a fault
+    c10::StreamGuard on_stream(stream_.unwrap());
+    if (failure) {
+      future->setError(failure);
+    } else {
+      future->markCompleted(c10::IValue(outputs_));
     }
-    completeFutureIfDue();
     return future;
   }
 
@@ -121,7 +130,6 @@ class CollectiveWork final : public c10d::Work {
 
   // The operation ends with its kernel, or, if a device fault dropped the
   // kernel before it ran, with that fault, not with a wait that never ends.
-  // Then a taken future's callbacks may run here: never under mccl's locks.
   void settle() {
     std::exception_ptr fault;
     try {
@@ -141,42 +149,31 @@ class CollectiveWork final : public c10d::Work {
 
   // The end of the operation's transfer: on its stream's worker (a kernel),
   // or on gloo's thread (a host task). Returns whether a host thread must take
-  // over (hostStep): the future was
-  // taken (its callbacks, Python's too, must not run on a stream worker), or
-  // a profiler range is open (its end callback carries thread-local state
-  // whose release may need the GIL).
+  // over (hostStep): a profiler range is open (its end callback carries
+  // thread-local state whose release may need the GIL).
   bool transferEnded(std::exception_ptr failure) {
-    bool future_wanted = false;
-    if (!markEnded(failure, &future_wanted)) {
+    if (!markEnded(failure)) {
       return false;  // its launch failed after queueing it (the host ended it then)
     }
     if (!profiled_) {
       Work::finish(failure);
     }
-    return future_wanted || profiled_;
+    return profiled_;
   }
 
-  void hostStep() {
-    if (profiled_) {
-      Work::finish(error());  // ends the Work's profiler range
-    }
-    completeFutureIfDue();
-  }
+  void hostStep() { Work::finish(error()); }  // ends the Work's profiler range
 
   // An operation refused or lost at its launch, or whose kernel did not run:
-  // ended on a host thread, where the future, if taken, is completed at once.
+  // ended on a host thread.
   void endedOnHost(std::exception_ptr failure) {
-    bool future_wanted = false;
-    if (!markEnded(failure, &future_wanted)) {
-      return;
+    if (markEnded(failure)) {
+      Work::finish(failure);
     }
-    Work::finish(failure);
-    completeFutureIfDue();
   }
 
  private:
   // Records the end, once: false if the operation had ended already.
-  bool markEnded(std::exception_ptr failure, bool* future_wanted) {
+  bool markEnded(std::exception_ptr failure) {
     {
       std::lock_guard<std::mutex> lock(state_mutex_);
       if (ended_) {
@@ -184,7 +181,6 @@ class CollectiveWork final : public c10d::Work {
       }
       error_ = std::move(failure);
       ended_ = true;
-      *future_wanted = future_wanted_;
     }
     ended_cv_.notify_all();
     return true;
@@ -200,35 +196,6 @@ class CollectiveWork final : public c10d::Work {
     return error_;
   }
 
-  // With the operation's stream current, the future records its completion
-  // event there. The future runs its callbacks here; one that raises cannot undo
-  // the completion, so it is reported, not propagated.
-  void completeFutureIfDue() {
-    std::exception_ptr failure;
-    {
-      std::lock_guard<std::mutex> lock(state_mutex_);
-      if (!ended_ || !future_wanted_ || future_completed_) {
-        return;
-      }
-      future_completed_ = true;
-      failure = error_;
-    }
-    c10::StreamGuard on_stream(stream_.unwrap());
-    try {
-      if (failure) {
-        future_->setError(failure);
-      } else {
-        future_->markCompleted(c10::IValue(outputs_));
-      }
-    } catch (const std::exception& error) {
-      if (future_->completed()) {
-        TORCH_WARN("mccl: a callback on a collective's future raised: ", error.what());
-      } else {
-        future_->setError(std::current_exception());  // markCompleted refused the value itself
-      }
-    }
-  }
-
   const bool profiled_;
   std::vector<at::Tensor> inputs_;  // held, like the outputs, as long as the Work
   std::vector<at::Tensor> outputs_;
@@ -241,8 +208,6 @@ class CollectiveWork final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // guarded by state_mutex_; set once
   std::condition_variable ended_cv_;
   bool ended_ = false;
-  bool future_wanted_ = false;
-  bool future_completed_ = false;
   std::exception_ptr error_;
 };
 

@@ -1,6 +1,5 @@
-// mccl's comm thread: completes the futures of operations whose future was
-// taken (so that their callbacks, Python's too, never run on a stream worker)
-// and ends their profiler ranges.
+// mccl's comm thread: ends the profiler ranges of operations, off the stream
+// workers (a range's end callback may need the GIL).
 #pragma once
 
 #include <c10/util/Exception.h>

@@ -21,9 +21,11 @@
 //     no stream worker wakes for it.
 //   Work.wait(): the host waits for that event (the runtime wakes it), as a
 //     blocking NCCL wait does; the caller's stream then needs no wait.
-//   comm thread (one per backend): completes the future of an operation
-//     whose future was taken, so that its callbacks (Python ones too) never
-//     run on a stream worker, and ends profiler ranges.
+//   getFuture(): completed when taken, as NCCL's is at the launch: its
+//     events order its waiters after the operation, and its callbacks run
+//     at once on the caller's thread (CollectiveWork.h).
+//   comm thread (one per backend): ends profiler ranges, off the stream
+//     workers.
 //
 // The collectives' entry points are in ProcessGroupMydev.cpp; how an
 // operation is ordered, launched and ended, in CollectiveLaunch.cpp.
