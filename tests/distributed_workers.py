@@ -486,6 +486,13 @@ def dead_peer(rank, world_size, init_file):
             messages.append("no error")
         except Exception as error:  # noqa: BLE001  (the message is what the test checks)
             messages.append(f"{type(error).__name__}: {error} [{time.monotonic() - start:.1f} s]")
+    # A future taken right after the launch (as DDP takes its buckets') carries the failure too.
+    future = dist.all_reduce(tensor, async_op=True).get_future()
+    try:
+        future.wait()
+        messages.append("future: no error")
+    except Exception as error:  # noqa: BLE001
+        messages.append(f"future: {error}")
     with open(f"{init_file}.rank{rank}", "w") as file:
         file.write("\n".join(messages))
     os._exit(0)

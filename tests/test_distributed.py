@@ -116,10 +116,11 @@ class TestFailures(TestCase):
         messages = run_ranks(distributed_workers.dead_peer, 2)
         self.assertLess(time.monotonic() - start, 60)
         self.assertIsNotNone(messages[0])
-        first, second = messages[0].split("\n")
+        first, second, future = messages[0].split("\n")
         self.assertRegex(first, "(?i)timed out|connection|closed|peer")
         self.assertIn("unusable after an earlier collective failed", second)
         self.assertTrue(second.endswith("[0.0 s]"), second)
+        self.assertIn("future: mccl: the group is unusable after an earlier collective failed", future)
 
     def test_a_mismatched_collective_is_reported_in_debug_mode(self):
         messages = run_ranks(distributed_workers.mismatched_collective, 2, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})

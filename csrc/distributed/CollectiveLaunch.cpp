@@ -66,6 +66,22 @@ void checkGlooDtypes(const std::vector<at::Tensor>& tensors, OpType type) {
   }
 }
 
+// refusedByGloo (below): which operations' refusals leave the group usable.
+// Not gather's and scatter's (gloo checks their lists on the root only), nor
+// sends' and receives' (gloo starts their I/O inside the call).
+bool refusalLeavesGroupUsable(OpType type) {
+  switch (type) {
+    case OpType::SEND:
+    case OpType::RECV:
+    case OpType::RECVANYSOURCE:
+    case OpType::GATHER:
+    case OpType::SCATTER:
+      return false;
+    default:
+      return true;
+  }
+}
+
 bool glooFutureCompletes(OpType type) {
   switch (type) {
     case OpType::ALLREDUCE:
@@ -128,6 +144,12 @@ void ProcessGroupMydev::launchInOrder(
   std::lock_guard<std::mutex> launch_lock(launch_mutex_);
   if (closed_) {
     work->endedOnHost(shutDownError());
+    return;
+  }
+  // Ended here, not by a kernel that would find the group broken: a future
+  // taken right after the launch (DDP's) then carries the failure.
+  if (std::exception_ptr broken = brokenError()) {
+    work->endedOnHost(broken);
     return;
   }
   finished = takeFinishedWorks();
@@ -232,6 +254,7 @@ void ProcessGroupMydev::launchOnStream(
                    std::vector<at::Tensor> gloo_in;
                    std::vector<at::Tensor> gloo_out;
                    c10::intrusive_ptr<c10d::Work> transfer;
+                   bool refused = false;
                    try {
                      for (const DeviceTensorRef& ref : input_refs) {
                        host_in.push_back(memory.map(ref));
@@ -241,16 +264,15 @@ void ProcessGroupMydev::launchOnStream(
                      }
                      gloo_in = contiguous(host_in);
                      gloo_out = outputs_are_inputs ? gloo_in : contiguous(host_out);
+                     refused = refusalLeavesGroupUsable(work->retrieveOpType());
                      transfer = call(gloo_in, gloo_out);
+                     refused = false;
+                     TORCH_CHECK(transfer, "mccl: gloo returned no Work");
+                     transfer->wait(timeout_);
+                     copyBack(gloo_out, outputs_are_inputs ? host_in : host_out);
                    } catch (...) {
-                     failure = std::current_exception();  // refused before any transfer (refusedByGloo)
-                   }
-                   if (!failure) {
-                     try {
-                       transfer->wait(timeout_);
-                       copyBack(gloo_out, outputs_are_inputs ? host_in : host_out);
-                     } catch (...) {
-                       failure = std::current_exception();
+                     failure = std::current_exception();
+                     if (!refused) {
                        breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));
                      }
                    }
@@ -309,13 +331,16 @@ bool ProcessGroupMydev::startOnHost(
     (void)mydevHostTaskEnd(task);
   };
   c10::intrusive_ptr<c10d::Work> transfer;
+  bool refused = false;
   try {
     std::vector<at::Tensor> host_in = hostAliases(task, inputs);
     std::vector<at::Tensor> host_out = outputs_are_inputs ? host_in : hostAliases(task, outputs);
+    refused = refusalLeavesGroupUsable(type);
     transfer = call(host_in, host_out);
+    refused = false;
     TORCH_CHECK(transfer, "mccl: gloo returned no Work");
   } catch (...) {
-    end(std::current_exception(), /*breaks_group=*/false);  // refused before any transfer (refusedByGloo)
+    end(std::current_exception(), /*breaks_group=*/!refused);
     work->recordEnd();
     return true;
   }
@@ -379,12 +404,13 @@ std::vector<c10::intrusive_ptr<CollectiveWork>> ProcessGroupMydev::takeFinishedW
   return finished;
 }
 
-// refusedByGloo: an operation gloo refuses when it is called (a dtype or
-// reduction it lacks, tensors of the wrong sizes) has sent and received
-// nothing, and gloo's own group stays usable after it, as it does for CPU
-// tensors: it fails alone, and does not break the group. Every rank that
-// made the same call refused it alike; a refusal on one rank only leaves the
-// ranks' collectives paired differently, as it would with gloo itself.
+// refusedByGloo: a collective gloo refuses when it is called (tensors of
+// the wrong sizes) has sent and received nothing, and gloo's own group stays
+// usable after it, as it does for CPU tensors: it fails alone, and does not
+// break the group. Every rank that made the same call refused it alike (a
+// refusal on one rank only would leave the ranks' collectives paired
+// differently, as with gloo itself). Anything else that fails (mapping the
+// memory, a copy, the transfer) breaks the group.
 //
 // After a failed collective (a dead peer, a timeout) gloo may still write
 // into its tensors, and the ranks no longer agree on what ran: as NCCL

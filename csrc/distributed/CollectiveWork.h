@@ -90,28 +90,44 @@ class CollectiveWork final : public c10d::Work {
   // (ending on another thread, callbacks ran in whatever order the
   // collectives ended, and a callback waiting there would wait forever). A
   // failure of the operation that comes after is not the future's: wait()
-  // reports it, and the group's next operation raises.
+  // reports it, and the group's next operation raises, its future too.
+  // The events cover the inputs' memory as well as the outputs' (a send has
+  // no output, and its input must not be written before it is sent); an
+  // operation with no tensor at all (a barrier) has nothing to record them
+  // for, so its future is completed once it has ended.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
-    c10::intrusive_ptr<c10::ivalue::Future> future;
-    std::exception_ptr failure;
     {
       // Made on demand: most Works are only waited for.
       std::lock_guard<std::mutex> lock(state_mutex_);
       if (future_) {
         return future_;
       }
-      future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
-                                                         std::vector<c10::Device>{device_});
-      future = future_;
-      failure = error_;
     }
-    c10::StreamGuard on_stream(stream_.unwrap());
-    if (failure) {
+    std::vector<c10::ivalue::Future::WeakStorage> storages;
+    for (const auto* tensors : {&inputs_, &outputs_}) {
+      for (const at::Tensor& tensor : *tensors) {
+        if (tensor.has_storage()) {
+          storages.push_back(tensor.storage().getWeakStorageImpl());
+        }
+      }
+    }
+    if (storages.empty()) {
+      settle();
+    }
+    auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
+                                                           std::vector<c10::Device>{device_});
+    // Completed before it is published, so that no thread gets it uncompleted.
+    if (const std::exception_ptr failure = error()) {
       future->setError(failure);
     } else {
-      future->markCompleted(c10::IValue(outputs_));
+      c10::StreamGuard on_stream(stream_.unwrap());
+      future->markCompleted(c10::IValue(outputs_), std::move(storages));
     }
-    return future;
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    if (!future_) {
+      future_ = std::move(future);
+    }
+    return future_;
   }
 
   // Recorded on the stream right after the operation's kernel.
