@@ -262,6 +262,12 @@ def stream_semantics(rank, world_size, init_file):
             raise AssertionError("an int16 all_reduce was accepted")
         except TypeError as error:
             assert "not supported for mccl process group: Short" in str(error), error
+        try:  # gloo gathers no complex tensor (its other collectives take them as pairs of reals)
+            complex_input = torch.ones(2, dtype=torch.cfloat, device=device)
+            dist.gather(complex_input, [torch.empty_like(complex_input) for _ in range(world_size)] if rank == 0 else None)
+            raise AssertionError("a complex gather was accepted")
+        except TypeError as error:
+            assert "does not gather complex tensors" in str(error), error
         usable = torch.ones(2, device=device)
         dist.all_reduce(usable)
         assert_close(usable.cpu(), torch.full((2,), float(world_size)))

@@ -36,8 +36,9 @@ c10::Device deviceOfCollective(const std::vector<at::Tensor>& tensors, const cha
   return device;
 }
 
-// Gloo computes in these dtypes (and in complex ones, as pairs of reals);
-// it refuses others only once its thread runs the collective, where the
+// Gloo computes in these dtypes (and in complex ones, as pairs of reals,
+// but for gather, which torch 2.13's gloo does not view as reals); it
+// refuses others only once its thread runs the collective, where the
 // refusal cannot be told from a failed transfer, which breaks the group.
 // Refused here, at the call, they leave the group usable. Sends and
 // receives move bytes, of any dtype.
@@ -46,6 +47,9 @@ void checkGlooDtypes(const std::vector<at::Tensor>& tensors, OpType type) {
     return;
   }
   for (const at::Tensor& tensor : tensors) {
+    TORCH_CHECK_TYPE(!(type == OpType::GATHER && tensor.is_complex()),
+                     "Input tensor data type is not supported for mccl process group: ", tensor.scalar_type(),
+                     " (gloo, its transport, does not gather complex tensors)");
     switch (tensor.scalar_type()) {
       case at::kFloat:
       case at::kDouble:
