@@ -418,6 +418,12 @@ class TestConformanceOptions(TestCase):
                     yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("devices",)),
                                      error_regex="same device")
                 yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("shape",)), error_regex="bad shape")
+                # The same call, expected to fail with another exception elsewhere (as upstream's narrow_copy inputs).
+                if torch.device(device).type == "cpu":
+                    yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("dim",)), error_regex="dim < 3")
+                else:
+                    yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("dim",)),
+                                     error_type=IndexError, error_regex="Dimension out of range")
 
             def __call__(self, x, check):
                 if check == "dtype":
@@ -426,6 +432,10 @@ class TestConformanceOptions(TestCase):
                     raise RuntimeError("bad shape")
                 if check == "devices":
                     raise RuntimeError("Expected all tensors to be on the same device")
+                if check == "dim":
+                    if x.device.type == "cpu":
+                        raise RuntimeError("Expected dim < 3")
+                    raise IndexError("Dimension out of range")
                 if x.device.type == "cpu":
                     raise IndexError("index 5 is out of bounds")
                 if self.cpu_only_outcome == "late":
@@ -436,9 +446,9 @@ class TestConformanceOptions(TestCase):
         late = run_error_inputs(FakeOp("late"), device=torch.device("mydev"))
         self.assertEqual(late["status"], "pass", late["reason"])
         samples = late["samples"]
-        # dtype, devices (the device's own) and shape raise at the call; positional pairing would have judged the
-        # device's "devices" input against the CPU's "bounds" one, and "shape" against nothing.
-        self.assertEqual((samples["run"], samples["at_call"]), (3, 3))
+        # dtype, devices (the device's own), shape and dim (paired by its call) raise at the call; positional pairing
+        # would have judged the device's "devices" input against the CPU's "bounds" one, and so on down the lists.
+        self.assertEqual((samples["run"], samples["at_call"]), (4, 4))
         self.assertEqual((samples["cpu_only_late"], samples["cpu_only_silent"]), (1, 0))
 
         silent = run_error_inputs(FakeOp("silent"), device=torch.device("mydev"))

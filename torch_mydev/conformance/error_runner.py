@@ -28,6 +28,9 @@ CPU-only input is wrong or silent.
 """
 import re
 
+import torch
+from torch.utils import _pytree as pytree
+
 from .execution import CPU, synchronize
 from .outcome import ERROR, MISMATCH, PASS, SKIPPED, exception_text, pair_without_samples
 from .sample_transfer import Call, DeviceTransfer
@@ -94,19 +97,42 @@ def run_error_inputs(op, *, device):
 
 
 def pair_inputs(cpu_inputs, device_inputs):
-    """Per device input, its CPU twin (None: the device's own), and the indices of the CPU inputs left unpaired."""
+    """Per device input, its CPU twin (None: the device's own), and the indices of the CPU inputs left unpaired.
+    Twins expect the same error; failing that, they make the same call (upstream expects another message of some
+    devices for the same bad call, as narrow_copy's IndexError where the CPU's kernel raises a RuntimeError)."""
     unpaired = list(range(len(cpu_inputs)))
-    twins = []
-    for device_input in device_inputs:
-        twin = next((index for index in unpaired if _expects(cpu_inputs[index]) == _expects(device_input)), None)
-        if twin is not None:
-            unpaired.remove(twin)
-        twins.append(None if twin is None else cpu_inputs[twin])
+    twins = [None] * len(device_inputs)
+    for key in (_expects, _call_key):
+        for position, device_input in enumerate(device_inputs):
+            if twins[position] is not None:
+                continue
+            twin = next((index for index in unpaired if key(cpu_inputs[index]) == key(device_input)), None)
+            if twin is not None:
+                unpaired.remove(twin)
+                twins[position] = cpu_inputs[twin]
     return twins, unpaired
 
 
 def _expects(error_input):
     return error_input.error_type, error_input.error_regex
+
+
+def _call_key(error_input):
+    """What a call passes, whatever the device: tensors by dtype, shape, strides and, for small integer ones (indices),
+    values; floating ones are random, drawn apart for each device."""
+    sample = error_input.sample_input
+
+    def leaf(value):
+        if isinstance(value, torch.Tensor):
+            indices = not (value.is_floating_point() or value.is_complex()) and value.numel() <= 64
+            values = tuple(value.detach().cpu().flatten().tolist()) if indices else None
+            return ("tensor", value.dtype, tuple(value.shape), value.stride(), values)
+        if isinstance(value, torch.device) or (isinstance(value, str) and value.split(":")[0] in ("cpu", "mydev")):
+            return "device"
+        return repr(value)
+
+    leaves, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
+    return str(spec), tuple(leaf(value) for value in leaves)
 
 
 def _failure(label, outcome, error_input, raised):
