@@ -1,9 +1,10 @@
 """mccl against gloo on the CPU, in the same processes: all_reduce of 1 KB to 64 MB on mydev tensors (mccl, which
 runs gloo as kernels over device memory) and on CPU tensors (gloo itself, and a second gloo group as a control), as
 algorithm bandwidth (bytes / time); target: mccl at least 0.9x gloo's bandwidth (the median over runs). Then a DDP
-training step on 2 ranks against the same step on 1 rank.
+training step on 2 ranks against the same step on 1 rank. With --check, mccl compares each collective across ranks
+first (MCCL_CHECK_COLLECTIVES=1): what that costs; the target is for the default, unchecked.
 
-    .venv/bin/python benchmarks/distributed_vs_gloo.py [--ranks 2] [--repeat 25] [--runs 5]
+    .venv/bin/python benchmarks/distributed_vs_gloo.py [--ranks 2] [--repeat 25] [--runs 5] [--check]
 """
 import argparse
 import os
@@ -146,9 +147,11 @@ def main():
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=25, help="batches per contender and size, at least")
     parser.add_argument("--runs", type=int, default=5, help="all_reduce runs, each with fresh ranks and connections")
+    parser.add_argument("--check", action="store_true", help="mccl checks each collective across ranks first")
     args = parser.parse_args()
+    os.environ["MCCL_CHECK_COLLECTIVES"] = "1" if args.check else "0"
 
-    print(f"all_reduce on {args.ranks} ranks, {args.runs} runs of fresh ranks; in each, per size and contender, the "
+    print(f"all_reduce on {args.ranks} ranks{', mccl checking each collective' if args.check else ''}, {args.runs} runs of fresh ranks; in each, per size and contender, the "
           f"median operation of {args.repeat} to {4 * args.repeat} batches of ~{BATCH_SECONDS * 1000:.0f} ms (each "
           f"started on all ranks at once, contenders in turns, slowest rank). Bandwidth ratios against gloo per run, "
           f"then their median:")

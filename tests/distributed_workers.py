@@ -78,6 +78,14 @@ def collectives(rank, world_size, init_file):
             full = sum(values(r, (2 * world_size,), dtype).double() for r in range(world_size))
             assert_close(scattered.cpu().double(), full[2 * rank:2 * rank + 2])
 
+            # The (world_size, n) layouts NCCL takes as well.
+            stacked = torch.empty(world_size, 4, dtype=dtype, device=device)
+            dist.all_gather_into_tensor(stacked, values(rank, (4,), dtype).to(device))
+            assert_close(stacked.cpu(), torch.stack([values(r, (4,), dtype) for r in range(world_size)]))
+            dist.reduce_scatter_tensor(scattered, values(rank, (world_size, 2), dtype).to(device))
+            full = sum(values(r, (world_size, 2), dtype).double() for r in range(world_size))
+            assert_close(scattered.cpu().double(), full[rank])
+
             chunks = [values(rank, (2,), dtype, offset=r).to(device) for r in range(world_size)]
             out = torch.empty(2, dtype=dtype, device=device)
             dist.reduce_scatter(out, chunks)
@@ -596,17 +604,34 @@ def two_dimensional_mesh(rank, world_size, init_file):
         dist.destroy_process_group()
 
 
-def mismatched_collective(rank, world_size, init_file):
-    """Under TORCH_DISTRIBUTED_DEBUG=DETAIL, PyTorch's wrapper compares each collective across ranks (mccl counts
-    them for it) and reports a mismatch on every rank, in <init_file>.rank<N>."""
+def tensor_of_each_collective(rank, device):
+    """Every rank's part in all_reduce(SUM) of ones(4), but for one way in which the ranks disagree."""
+    ones = torch.ones(4, device=device)
+    return {
+        "shape": lambda: dist.all_reduce(torch.ones(4 + 4 * rank, device=device)),
+        "dtype": lambda: dist.all_reduce(ones.to(torch.int32) if rank % 2 else ones),
+        "reduction": lambda: dist.all_reduce(ones, op=dist.ReduceOp.MAX if rank % 2 else dist.ReduceOp.SUM),
+        "collective": lambda: dist.broadcast(ones, src=0) if rank % 2 else dist.all_reduce(ones),
+    }
+
+
+def mismatched_collectives(rank, world_size, init_file, cases):
+    """The ranks disagree on a collective in each of `cases` (tensor_of_each_collective's); what each rank raised
+    goes to <init_file>.rank<N>, a line per case. The group must reduce correctly after them."""
     device = init(rank, world_size, init_file, timeout_s=20)
-    try:
-        dist.all_reduce(torch.ones(4 + 4 * rank, device=device))
-        message = "no error"
-    except RuntimeError as error:
-        message = str(error)
+    calls = tensor_of_each_collective(rank, device)
+    messages = []
+    for case in cases:
+        try:
+            calls[case]()
+            messages.append("no error")
+        except RuntimeError as error:
+            messages.append(str(error).replace("\n", " "))
+    tensor = torch.full((3,), float(rank + 1), device=device)
+    dist.all_reduce(tensor)
+    assert_close(tensor.cpu(), torch.full((3,), float(sum(range(1, world_size + 1)))))
     with open(f"{init_file}.rank{rank}", "w") as file:
-        file.write(message)
+        file.write("\n".join(messages))
     dist.destroy_process_group()
 
 

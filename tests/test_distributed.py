@@ -2,6 +2,7 @@
 stream semantics, the default backends, DDP training equal to single-process training, and a dead rank failing the
 others within the timeout. Each test spawns its ranks as processes (one mydev device each)."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -122,11 +123,29 @@ class TestFailures(TestCase):
         self.assertTrue(second.endswith("[0.0 s]"), second)
         self.assertIn("future: mccl: the group is unusable after an earlier collective failed", future)
 
+    def test_every_mismatch_is_reported_on_every_rank_when_checked(self):
+        cases = ["shape", "dtype", "reduction", "collective"]
+        messages = run_ranks(distributed_workers.mismatched_collectives, 2, cases, env={"MCCL_CHECK_COLLECTIVES": "1"})
+        calls = {"shape": ("all_reduce(op=SUM) of Float[4]", "all_reduce(op=SUM) of Float[8]"),
+                 "dtype": ("all_reduce(op=SUM) of Float[4]", "all_reduce(op=SUM) of Int[4]"),
+                 "reduction": ("all_reduce(op=SUM) of Float[4]", "all_reduce(op=MAX) of Float[4]"),
+                 "collective": ("all_reduce(op=SUM) of Float[4]", "broadcast(root=0) of Float[4]")}
+        for message in messages:
+            for case, line in zip(cases, message.split("\n")):
+                first, second = calls[case]
+                self.assertRegex(line, rf"mccl: the ranks called different collectives \(rank 0: #\d+ "
+                                       rf"{re.escape(first)}; rank 1: #\d+ {re.escape(second)}\); no rank ran it")
+
     def test_a_mismatched_collective_is_reported_in_debug_mode(self):
-        messages = run_ranks(distributed_workers.mismatched_collective, 2, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+        # torch's wrapper compares shapes, dtypes and collectives; mccl's check adds the reduction.
+        messages = run_ranks(distributed_workers.mismatched_collectives, 2, ["shape", "reduction"],
+                             env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
         for rank, message in enumerate(messages):
-            self.assertIn("Detected mismatch between collectives on ranks", message)
-            self.assertIn("TensorShape=[4]" if rank == 1 else "TensorShape=[8]", message)
+            shape, reduction = message.split("\n")
+            self.assertIn("Detected mismatch between collectives on ranks", shape)
+            self.assertIn("TensorShape=[4]" if rank == 1 else "TensorShape=[8]", shape)
+            self.assertIn("all_reduce(op=SUM) of Float[4]; rank 1: #", reduction)
+            self.assertIn("all_reduce(op=MAX) of Float[4]); no rank ran it", reduction)
 
 
 if __name__ == "__main__":

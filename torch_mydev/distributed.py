@@ -6,6 +6,7 @@ patches.py) ``init_process_group()`` with no backend picks mccl for mydev and gl
 CUDA. Its transport is a private gloo process group on the same store, which mccl runs as kernels on its comm
 stream over the device memory itself, with NCCL's stream semantics."""
 import datetime
+import os
 
 import torch
 
@@ -29,7 +30,18 @@ def _create_backend(backend_options, pg_options):
     gloo.options.global_ranks_in_group = (list(backend_options.global_ranks_in_group)
                                           or list(range(backend_options.group_size)))
     gloo.options.group_name = backend_options.group_id
-    return _C.ProcessGroupMydev(gloo, backend_options.group_rank, backend_options.group_size, timeout)
+    return _C.ProcessGroupMydev(gloo, backend_options.group_rank, backend_options.group_size, timeout,
+                                checks_collectives())
+
+
+def checks_collectives():
+    """Whether mccl compares each collective across ranks before it runs (csrc/distributed/CollectiveCheck.cpp):
+    ``MCCL_CHECK_COLLECTIVES=1`` or ``0`` says; unset, it does under ``TORCH_DISTRIBUTED_DEBUG=DETAIL``, adding the
+    reduction and the root to what torch's wrapper compares there."""
+    setting = os.environ.get("MCCL_CHECK_COLLECTIVES")
+    if setting is not None:
+        return setting.strip() not in ("", "0")
+    return os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
 
 
 def register_backend():

@@ -107,8 +107,8 @@ bool glooFutureCompletes(OpType type) {
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
-    OpType type, const char* title, std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs, GlooCall call,
-    bool outputs_are_inputs, c10::DeviceIndex barrier_device) {
+    OpType type, const char* title, std::string agreement, std::vector<at::Tensor> inputs,
+    std::vector<at::Tensor> outputs, GlooCall call, bool outputs_are_inputs, c10::DeviceIndex barrier_device) {
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), outputs.begin(), outputs.end());
   const c10::Device device = type == OpType::BARRIER ? c10::Device(c10::DeviceType::PrivateUse1, barrier_device)
@@ -122,7 +122,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
   // lock, on this thread (releasing a tensor may need the GIL).
   std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
   try {
-    launchInOrder(work, type, title, stream, caller, inputs, outputs, std::move(call), outputs_are_inputs, finished);
+    launchInOrder(work, type, title, std::move(agreement), stream, caller, inputs, outputs, std::move(call),
+                  outputs_are_inputs, finished);
   } catch (...) {
     settle(finished);
     throw;
@@ -141,9 +142,10 @@ void ProcessGroupMydev::settle(const std::vector<c10::intrusive_ptr<CollectiveWo
 // the order the collectives were issued, as gloo's tags need, even when
 // several threads issue them.
 void ProcessGroupMydev::launchInOrder(
-    const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title, const MydevStream& stream,
-    const MydevStream& caller, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
-    GlooCall call, bool outputs_are_inputs, std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
+    const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title, std::string agreement,
+    const MydevStream& stream, const MydevStream& caller, const std::vector<at::Tensor>& inputs,
+    const std::vector<at::Tensor>& outputs, GlooCall call, bool outputs_are_inputs,
+    std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
   const bool is_send = type == OpType::SEND;
   std::lock_guard<std::mutex> launch_lock(launch_mutex_);
   if (closed_) {
@@ -180,8 +182,13 @@ void ProcessGroupMydev::launchInOrder(
   // Held before the launch: the kernel has the Work by pointer.
   in_flight_.push_back(work);
   try {
-    if (!startOnHost(work, type, stream, inputs, outputs, call, outputs_are_inputs)) {
-      launchOnStream(work, title, stream, inputs, outputs, std::move(call), outputs_are_inputs);
+    // A checked collective runs as a kernel, which compares it across ranks first.
+    if (!agreement.empty()) {
+      agreement = "#" + std::to_string(sequence_number_.load()) + " " + agreement;
+      launchOnStream(work, title, std::move(agreement), stream, inputs, outputs, std::move(call),
+                     outputs_are_inputs);
+    } else if (!startOnHost(work, type, stream, inputs, outputs, call, outputs_are_inputs)) {
+      launchOnStream(work, title, {}, stream, inputs, outputs, std::move(call), outputs_are_inputs);
     }
   } catch (...) {
     // This rank may have skipped a collective the others make: as after a
@@ -227,9 +234,9 @@ void ProcessGroupMydev::orderAfterEarlierOperations(OpType type, const MydevStre
 // thread of mccl's on the way. A transport error is handed to the Work,
 // not raised as a device fault, and breaks the group.
 void ProcessGroupMydev::launchOnStream(
-    const c10::intrusive_ptr<CollectiveWork>& work, const char* title, const MydevStream& stream,
-    const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
-    bool outputs_are_inputs) {
+    const c10::intrusive_ptr<CollectiveWork>& work, const char* title, std::string agreement,
+    const MydevStream& stream, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+    GlooCall call, bool outputs_are_inputs) {
   std::vector<DeviceTensorRef> input_refs;
   std::vector<DeviceTensorRef> output_refs;
   for (const at::Tensor& input : inputs) {
@@ -248,8 +255,8 @@ void ProcessGroupMydev::launchOnStream(
   // Never run before the launch returns, even under deterministic mode:
   // gloo reads no ATen setting, and a send would wait for its peer.
   launchKernelReadingNoSettings(title, stream,
-               [this, work = work.get(), input_refs = std::move(input_refs), output_refs = std::move(output_refs),
-                call = std::move(call), outputs_are_inputs] {
+               [this, work = work.get(), agreement = std::move(agreement), input_refs = std::move(input_refs),
+                output_refs = std::move(output_refs), call = std::move(call), outputs_are_inputs] {
                  std::exception_ptr failure = brokenError();
                  if (!failure) {
                    KernelMemory memory;
@@ -260,6 +267,11 @@ void ProcessGroupMydev::launchOnStream(
                    c10::intrusive_ptr<c10d::Work> transfer;
                    bool refused = false;
                    try {
+                     // Every rank found the mismatch and skips the collective alike.
+                     if (std::exception_ptr mismatch = agreement.empty() ? nullptr : disagreement(agreement)) {
+                       refused = true;
+                       std::rethrow_exception(mismatch);
+                     }
                      for (const DeviceTensorRef& ref : input_refs) {
                        host_in.push_back(memory.map(ref));
                      }

@@ -35,6 +35,18 @@ std::vector<size_t> listSizes(const std::vector<std::vector<at::Tensor>>& lists)
   return sizes;
 }
 
+// One-dimensional views of contiguous tensors. The one-tensor collectives
+// take any shapes of the right sizes, as NCCL's do (a (world size, n)
+// output of an all-gather), where gloo wants the first dimension split.
+std::vector<at::Tensor> flatViews(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> flat;
+  flat.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    flat.push_back(tensor.view(-1));
+  }
+  return flat;
+}
+
 // Flat tensors back into lists of the given sizes.
 std::vector<std::vector<at::Tensor>> regroup(const std::vector<at::Tensor>& flat, const std::vector<size_t>& sizes) {
   std::vector<std::vector<at::Tensor>> lists;
@@ -139,26 +151,31 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupMydev::split(
   }
   const std::chrono::milliseconds timeout = options->timeout;
   gloo_part->setTimeout(timeout);
-  return c10::make_intrusive<ProcessGroupMydev>(gloo_part, gloo_part->getRank(), gloo_part->getSize(), timeout);
+  return c10::make_intrusive<ProcessGroupMydev>(gloo_part, gloo_part->getRank(), gloo_part->getSize(), timeout,
+                                                check_collectives_);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::broadcast(std::vector<at::Tensor>& tensors,
                                                             const c10d::BroadcastOptions& opts) {
-  return inPlace(OpType::BROADCAST, "mccl:broadcast", tensors, [this, opts](auto& host, auto&) {
+  std::string agreement = describeCall({"broadcast", nullptr, opts.rootRank}, {&tensors});
+  return inPlace(OpType::BROADCAST, "mccl:broadcast", std::move(agreement), tensors, [this, opts](auto& host, auto&) {
     return gloo_->broadcast(host, opts);
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
-  return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", tensors, [this, opts = withHostFactor(opts)](auto& host, auto&) {
-    return gloo_->allreduce(host, scaledForGloo(opts, host, /*in_place=*/true));
-  });
+  std::string agreement = describeCall({"all_reduce", &opts.reduceOp}, {&tensors});
+  return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", std::move(agreement), tensors,
+                 [this, opts = withHostFactor(opts)](auto& host, auto&) {
+                   return gloo_->allreduce(host, scaledForGloo(opts, host, /*in_place=*/true));
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                       const c10d::AllreduceCoalescedOptions& opts) {
-  return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", tensors,
+  std::string agreement = describeCall({"all_reduce_coalesced", &opts.reduceOp}, {&tensors});
+  return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", std::move(agreement), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->allreduce_coalesced(host, scaledForGloo(opts, host, /*in_place=*/true));
                  });
@@ -166,15 +183,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce_coalesced(std::vecto
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce(
     std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
-  return inPlace(OpType::REDUCE, "mccl:reduce", tensors, [this, opts = withHostFactor(opts)](auto& host, auto&) {
-    return gloo_->reduce(host, scaledForGloo(opts, host, /*in_place=*/true));
-  });
+  std::string agreement = describeCall({"reduce", &opts.reduceOp, opts.rootRank}, {&tensors});
+  return inPlace(OpType::REDUCE, "mccl:reduce", std::move(agreement), tensors,
+                 [this, opts = withHostFactor(opts)](auto& host, auto&) {
+                   return gloo_->reduce(host, scaledForGloo(opts, host, /*in_place=*/true));
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllgatherOptions& opts) {
-  return collective(OpType::ALLGATHER, "mccl:all_gather", inputs, flatten(outputs),
+  std::vector<at::Tensor> flat_outputs = flatten(outputs);
+  std::string agreement = describeCall({"all_gather"}, {&inputs, &flat_outputs});
+  return collective(OpType::ALLGATHER, "mccl:all_gather", std::move(agreement), inputs, std::move(flat_outputs),
                     [this, opts, sizes = listSizes(outputs)](auto& host_in, auto& host_out) {
                       // The lists hold host_out's tensors: gloo fills those.
                       auto lists = regroup(host_out, sizes);
@@ -184,24 +205,33 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather(std::vector<std::vec
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                   const c10d::AllgatherOptions& opts) {
-  return collective(OpType::_ALLGATHER_BASE, "mccl:all_gather_into_tensor", {input}, {output},
+  std::vector<at::Tensor> inputs{input};
+  std::vector<at::Tensor> outputs{output};
+  std::string agreement = describeCall({"all_gather_into_tensor"}, {&inputs, &outputs});
+  return collective(OpType::_ALLGATHER_BASE, "mccl:all_gather_into_tensor", std::move(agreement), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
-                      return gloo_->_allgather_base(host_out[0], host_in[0], opts);
+                      at::Tensor flat_out = host_out[0].view(-1);
+                      at::Tensor flat_in = host_in[0].view(-1);
+                      return gloo_->_allgather_base(flat_out, flat_in, opts);
                     });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                                   std::vector<at::Tensor>& inputs,
                                                                                   const c10d::AllgatherOptions& opts) {
-  return collective(OpType::COALESCED, "mccl:all_gather_into_tensor_coalesced", inputs, outputs,
+  std::string agreement = describeCall({"all_gather_into_tensor_coalesced"}, {&inputs, &outputs});
+  return collective(OpType::COALESCED, "mccl:all_gather_into_tensor_coalesced", std::move(agreement), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
-                      return gloo_->allgather_into_tensor_coalesced(host_out, host_in, opts);
+                      std::vector<at::Tensor> flat_out = flatViews(host_out);
+                      std::vector<at::Tensor> flat_in = flatViews(host_in);
+                      return gloo_->allgather_into_tensor_coalesced(flat_out, flat_in, opts);
                     });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
-  return collective(OpType::GATHER, "mccl:gather", inputs, flatten(outputs),
+  std::string agreement = describeCall({"gather", nullptr, opts.rootRank}, {&inputs});
+  return collective(OpType::GATHER, "mccl:gather", std::move(agreement), inputs, flatten(outputs),
                     [this, opts, sizes = listSizes(outputs)](auto& host_in, auto& host_out) {
                       auto lists = regroup(host_out, sizes);
                       return gloo_->gather(lists, host_in, opts);
@@ -211,7 +241,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::scatter(std::vector<at::Tensor>& outputs,
                                                           std::vector<std::vector<at::Tensor>>& inputs,
                                                           const c10d::ScatterOptions& opts) {
-  return collective(OpType::SCATTER, "mccl:scatter", flatten(inputs), outputs,
+  std::string agreement = describeCall({"scatter", nullptr, opts.rootRank}, {&outputs});
+  return collective(OpType::SCATTER, "mccl:scatter", std::move(agreement), flatten(inputs), outputs,
                     [this, opts, sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
                       auto lists = regroup(host_in, sizes);
                       return gloo_->scatter(host_out, lists, opts);
@@ -221,7 +252,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::scatter(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                  std::vector<std::vector<at::Tensor>>& inputs,
                                                                  const c10d::ReduceScatterOptions& opts) {
-  return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", flatten(inputs), outputs,
+  std::vector<at::Tensor> flat_inputs = flatten(inputs);
+  std::string agreement = describeCall({"reduce_scatter", &opts.reduceOp}, {&flat_inputs, &outputs});
+  return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", std::move(agreement), std::move(flat_inputs),
+                    outputs,
                     [this, opts = withHostFactor(opts), sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
                       const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, host_in, /*in_place=*/false);
                       auto lists = regroup(host_in, sizes);
@@ -231,19 +265,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter(std::vector<at:
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                        const c10d::ReduceScatterOptions& opts) {
-  return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", {input}, {output},
-                    [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
-                      const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, host_in, /*in_place=*/false);
-                      return gloo_->_reduce_scatter_base(host_out[0], host_in[0], gloo_opts);
+  std::vector<at::Tensor> inputs{input};
+  std::vector<at::Tensor> outputs{output};
+  std::string agreement = describeCall({"reduce_scatter_tensor", &opts.reduceOp}, {&inputs, &outputs});
+  return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", std::move(agreement), inputs,
+                    outputs, [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
+                      std::vector<at::Tensor> flat_in = flatViews(host_in);
+                      const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, flat_in, /*in_place=*/false);
+                      at::Tensor flat_out = host_out[0].view(-1);
+                      return gloo_->_reduce_scatter_base(flat_out, flat_in[0], gloo_opts);
                     });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
-  return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", inputs, outputs,
+  std::string agreement = describeCall({"reduce_scatter_tensor_coalesced", &opts.reduceOp}, {&inputs, &outputs});
+  return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", std::move(agreement), inputs, outputs,
                     [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
-                      const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, host_in, /*in_place=*/false);
-                      return gloo_->reduce_scatter_tensor_coalesced(host_out, host_in, gloo_opts);
+                      std::vector<at::Tensor> flat_in = flatViews(host_in);
+                      std::vector<at::Tensor> flat_out = flatViews(host_out);
+                      const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, flat_in, /*in_place=*/false);
+                      return gloo_->reduce_scatter_tensor_coalesced(flat_out, flat_in, gloo_opts);
                     });
 }
 
@@ -251,7 +293,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall_base(at::Tensor& outp
                                                                 std::vector<int64_t>& output_splits,
                                                                 std::vector<int64_t>& input_splits,
                                                                 const c10d::AllToAllOptions& opts) {
-  return collective(OpType::ALLTOALL_BASE, "mccl:all_to_all_single", {input}, {output},
+  std::vector<at::Tensor> inputs{input};
+  std::vector<at::Tensor> outputs{output};
+  // Each rank chooses its own sizes (the splits).
+  std::string agreement = describeCall({"all_to_all_single", nullptr, -1, /*with_shapes=*/false}, {&inputs, &outputs});
+  return collective(OpType::ALLTOALL_BASE, "mccl:all_to_all_single", std::move(agreement), inputs, outputs,
                     [this, opts, output_splits, input_splits](auto& host_in, auto& host_out) mutable {
                       return gloo_->alltoall_base(host_out[0], host_in[0], output_splits, input_splits, opts);
                     });
@@ -259,18 +305,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall_base(at::Tensor& outp
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllToAllOptions& opts) {
-  return collective(OpType::ALLTOALL, "mccl:all_to_all", inputs, outputs,
+  std::string agreement = describeCall({"all_to_all", nullptr, -1, /*with_shapes=*/false}, {&inputs, &outputs});
+  return collective(OpType::ALLTOALL, "mccl:all_to_all", std::move(agreement), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) { return gloo_->alltoall(host_out, host_in, opts); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
-  return collective(OpType::SEND, "mccl:send", tensors, {}, [this, dst_rank, tag](auto& host_in, auto&) {
+  // Not checked: a send pairs with one receive, not with the other ranks' calls.
+  return collective(OpType::SEND, "mccl:send", {}, tensors, {}, [this, dst_rank, tag](auto& host_in, auto&) {
     return gloo_->send(host_in, dst_rank, tag);
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
-  return collective(OpType::RECV, "mccl:recv", {}, tensors, [this, src_rank, tag](auto&, auto& host_out) {
+  return collective(OpType::RECV, "mccl:recv", {}, {}, tensors, [this, src_rank, tag](auto&, auto& host_out) {
     return gloo_->recv(host_out, src_rank, tag);
   });
 }
@@ -287,15 +335,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::barrier(const c10d::BarrierOpt
   } else if (device < 0) {
     device = currentDevice();
   }
-  return collective(OpType::BARRIER, "mccl:barrier", {}, {}, [this, opts](auto&, auto&) {
+  return collective(OpType::BARRIER, "mccl:barrier", describeCall({"barrier"}, {}), {}, {}, [this, opts](auto&, auto&) {
     return gloo_->barrier(opts);
   }, /*outputs_are_inputs=*/false, device);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::inPlace(
-    OpType type, const char* title, std::vector<at::Tensor>& tensors, GlooCall call) {
+    OpType type, const char* title, std::string agreement, std::vector<at::Tensor>& tensors, GlooCall call) {
   // The call gets the tensors as its inputs and as its outputs.
-  return collective(type, title, tensors, tensors, std::move(call), /*outputs_are_inputs=*/true);
+  return collective(type, title, std::move(agreement), tensors, tensors, std::move(call),
+                    /*outputs_are_inputs=*/true);
 }
 
 // The class is bound once torch.distributed is imported: its base,
@@ -312,10 +361,10 @@ void bindDistributed(py::module_& m) {
         });
     py::class_<ProcessGroupMydev, c10d::Backend, c10::intrusive_ptr<ProcessGroupMydev>>(m, "ProcessGroupMydev")
         .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& gloo, int rank, int size,
-                         std::chrono::milliseconds timeout) {
-               return c10::make_intrusive<ProcessGroupMydev>(gloo, rank, size, timeout);
+                         std::chrono::milliseconds timeout, bool check_collectives) {
+               return c10::make_intrusive<ProcessGroupMydev>(gloo, rank, size, timeout, check_collectives);
              }),
-             py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+             py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("check_collectives"),
              py::call_guard<py::gil_scoped_release>())
         // What split_group copies for the new group, as ProcessGroupNCCL.options.
         .def_property_readonly("options", &ProcessGroupMydev::getBackendOptions);

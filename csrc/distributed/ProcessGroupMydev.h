@@ -26,6 +26,8 @@
 //     at once on the caller's thread (CollectiveWork.h).
 //   comm thread (one per backend): ends profiler ranges, off the stream
 //     workers.
+//   checked collectives (on request): the kernel first compares, across
+//     ranks, what each rank called (CollectiveCheck.cpp).
 //
 // The collectives' entry points are in ProcessGroupMydev.cpp; how an
 // operation is ordered, launched and ended, in CollectiveLaunch.cpp.
@@ -44,9 +46,11 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace torch_mydev {
@@ -65,10 +69,20 @@ struct MCCL_HIDDEN MydevOptions final : c10d::Backend::Options {
   explicit MydevOptions(std::chrono::milliseconds timeout) : Options("mccl", timeout) {}
 };
 
+// What every rank's call of a collective must agree on, besides its dtypes
+// and shapes (CollectiveCheck.cpp).
+struct AgreedCall {
+  const char* name;
+  const c10d::ReduceOp* reduction = nullptr;
+  int64_t root = -1;
+  bool with_shapes = true;  // false where each rank chooses its own sizes
+};
+
 class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
  public:
-  ProcessGroupMydev(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout)
-      : Backend(rank, size), gloo_(std::move(gloo)), timeout_(timeout) {}
+  ProcessGroupMydev(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout,
+                    bool check_collectives)
+      : Backend(rank, size), gloo_(std::move(gloo)), timeout_(timeout), check_collectives_(check_collectives) {}
 
   ~ProcessGroupMydev() override { stopThreads(); }
 
@@ -131,22 +145,32 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
 
  private:
   // Entry points (ProcessGroupMydev.cpp) into the launch (CollectiveLaunch.cpp).
-  c10::intrusive_ptr<c10d::Work> inPlace(c10d::OpType type, const char* title, std::vector<at::Tensor>& tensors,
-                                         GlooCall call);
-  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
-                                            std::vector<at::Tensor> outputs, GlooCall call,
-                                            bool outputs_are_inputs = false, c10::DeviceIndex barrier_device = -1);
+  // `agreement` is what the check compares across ranks: empty, unchecked.
+  c10::intrusive_ptr<c10d::Work> inPlace(c10d::OpType type, const char* title, std::string agreement,
+                                         std::vector<at::Tensor>& tensors, GlooCall call);
+  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* title, std::string agreement,
+                                            std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
+                                            GlooCall call, bool outputs_are_inputs = false,
+                                            c10::DeviceIndex barrier_device = -1);
+
+  // The check, in CollectiveCheck.cpp: the description of a call (empty if
+  // collectives are not checked), and its comparison across ranks, which
+  // returns the mismatch (null if every rank agrees).
+  std::string describeCall(const AgreedCall& call,
+                           std::initializer_list<const std::vector<at::Tensor>*> tensors) const;
+  std::exception_ptr disagreement(const std::string& agreement);
 
   // The launch, in CollectiveLaunch.cpp.
   static void settle(const std::vector<c10::intrusive_ptr<CollectiveWork>>& works);
   void launchInOrder(const c10::intrusive_ptr<CollectiveWork>& work, c10d::OpType type, const char* title,
-                     const MydevStream& stream, const MydevStream& caller, const std::vector<at::Tensor>& inputs,
-                     const std::vector<at::Tensor>& outputs, GlooCall call, bool outputs_are_inputs,
+                     std::string agreement, const MydevStream& stream, const MydevStream& caller,
+                     const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
+                     bool outputs_are_inputs,
                      std::vector<c10::intrusive_ptr<CollectiveWork>>& finished);
   void orderAfterEarlierOperations(c10d::OpType type, const MydevStream& stream);
-  void launchOnStream(const c10::intrusive_ptr<CollectiveWork>& work, const char* title, const MydevStream& stream,
-                      const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
-                      bool outputs_are_inputs);
+  void launchOnStream(const c10::intrusive_ptr<CollectiveWork>& work, const char* title, std::string agreement,
+                      const MydevStream& stream, const std::vector<at::Tensor>& inputs,
+                      const std::vector<at::Tensor>& outputs, GlooCall call, bool outputs_are_inputs);
   bool startOnHost(const c10::intrusive_ptr<CollectiveWork>& work, c10d::OpType type, const MydevStream& stream,
                    const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
                    const GlooCall& call, bool outputs_are_inputs);
@@ -166,6 +190,7 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   std::chrono::milliseconds timeout_;
+  const bool check_collectives_;
   std::atomic<uint64_t> sequence_number_{0};
   std::atomic<c10::DeviceIndex> last_device_{-1};
   std::mutex launch_mutex_;

@@ -1,0 +1,129 @@
+// mccl's check that every rank makes the same collective, before gloo sees
+// it (MCCL_CHECK_COLLECTIVES=1, or TORCH_DISTRIBUTED_DEBUG=DETAIL).
+//
+// Unchecked, ranks that disagree get what gloo does with CPU tensors: a size
+// mismatch aborts a rank inside gloo's transport thread, which no caller can
+// catch; a dtype of the same size, or another reduction, gives wrong numbers
+// silently; another collective waits for the timeout. NCCL does no better.
+// TORCH_DISTRIBUTED_DEBUG=DETAIL's wrapper compares collective kinds, dtypes
+// and shapes, but not the reduction nor the root, at the cost of a barrier and
+// an all-gather per collective.
+//
+// Checked, each collective first all-gathers a fixed-size record of what its
+// rank called: the collective's number in the group, its kind, reduction and
+// root, and the dtypes and shapes every rank must agree on (not those a rank
+// chooses alone: all_to_all's sizes, gather's outputs off the root). Records
+// are fixed-size, so this exchange cannot mismatch; if any differ, every
+// rank sees all of them, skips the collective, and its Work fails with a
+// message naming each rank's call. Having skipped it alike, the ranks stay
+// paired: the group stays usable. The cost is one more latency-bound
+// exchange per collective (benchmarks/distributed_vs_gloo.py --check).
+#include "ProcessGroupMydev.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+namespace torch_mydev {
+
+namespace {
+
+constexpr size_t kRecordBytes = 512;
+constexpr size_t kHashBytes = sizeof(uint64_t);
+
+// FNV-1a: the same on every rank and host, which std::hash is not bound to be.
+uint64_t fingerprint(const std::string& text) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (const char c : text) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  }
+  return hash;
+}
+
+const char* reductionName(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return "SUM";
+    case c10d::ReduceOp::AVG:
+      return "AVG";
+    case c10d::ReduceOp::PRODUCT:
+      return "PRODUCT";
+    case c10d::ReduceOp::MIN:
+      return "MIN";
+    case c10d::ReduceOp::MAX:
+      return "MAX";
+    case c10d::ReduceOp::BAND:
+      return "BAND";
+    case c10d::ReduceOp::BOR:
+      return "BOR";
+    case c10d::ReduceOp::BXOR:
+      return "BXOR";
+    case c10d::ReduceOp::PREMUL_SUM:
+      return "PREMUL_SUM";
+    default:
+      return "UNUSED";
+  }
+}
+
+}  // namespace
+
+std::string ProcessGroupMydev::describeCall(const AgreedCall& call,
+                                            std::initializer_list<const std::vector<at::Tensor>*> tensors) const {
+  if (!check_collectives_) {
+    return {};
+  }
+  std::ostringstream text;
+  text << call.name << "(";
+  const char* separator = "";
+  if (call.reduction != nullptr) {
+    text << "op=" << reductionName(*call.reduction);
+    separator = ", ";
+  }
+  if (call.root >= 0) {
+    text << separator << "root=" << call.root;
+  }
+  text << ")";
+  separator = " of ";
+  for (const std::vector<at::Tensor>* list : tensors) {
+    for (const at::Tensor& tensor : *list) {
+      text << separator << c10::toString(tensor.scalar_type());
+      if (call.with_shapes) {
+        text << tensor.sizes();
+      }
+      separator = ", ";
+    }
+  }
+  return text.str();
+}
+
+std::exception_ptr ProcessGroupMydev::disagreement(const std::string& agreement) {
+  at::Tensor mine = at::zeros({static_cast<int64_t>(kRecordBytes)}, at::kByte);
+  const uint64_t hash = fingerprint(agreement);
+  std::memcpy(mine.data_ptr(), &hash, kHashBytes);
+  std::memcpy(mine.data_ptr<uint8_t>() + kHashBytes, agreement.data(),
+              std::min(agreement.size(), kRecordBytes - kHashBytes - 1));
+  std::vector<std::vector<at::Tensor>> records(1);
+  for (int rank = 0; rank < size_; ++rank) {
+    records[0].push_back(at::empty_like(mine));
+  }
+  std::vector<at::Tensor> sent{mine};
+  c10::intrusive_ptr<c10d::Work> exchange = gloo_->allgather(records, sent, c10d::AllgatherOptions());
+  exchange->wait(timeout_);
+  bool agreed = true;
+  std::ostringstream calls;
+  for (int rank = 0; rank < size_; ++rank) {
+    const auto* record = records[0][rank].data_ptr<uint8_t>();
+    uint64_t theirs = 0;
+    std::memcpy(&theirs, record, kHashBytes);
+    agreed = agreed && theirs == hash;
+    calls << (rank == 0 ? "" : "; ") << "rank " << rank << ": "
+          << reinterpret_cast<const char*>(record + kHashBytes);
+  }
+  if (agreed) {
+    return nullptr;
+  }
+  return backendError("mccl: the ranks called different collectives (" + calls.str() +
+                      "); no rank ran it, and the group stays usable");
+}
+
+}  // namespace torch_mydev
