@@ -104,6 +104,17 @@ def collectives(rank, world_size, init_file):
             for r in range(world_size):
                 assert_close(outputs[r].cpu(), torch.full((3,), r * 10 + rank, dtype=dtype))
 
+            # Sizes that differ per rank, as NCCL takes them.
+            gathered = [torch.empty(r + 1, 2, dtype=dtype, device=device) for r in range(world_size)]
+            dist.all_gather(gathered, values(rank, (rank + 1, 2), dtype).to(device))
+            for r in range(world_size):
+                assert_close(gathered[r].cpu(), values(r, (r + 1, 2), dtype))
+            inputs = [torch.full((rank + r + 1,), rank * 10 + r, dtype=dtype, device=device) for r in range(world_size)]
+            outputs = [torch.empty(r + rank + 1, dtype=dtype, device=device) for r in range(world_size)]
+            dist.all_to_all(outputs, inputs)
+            for r in range(world_size):
+                assert_close(outputs[r].cpu(), torch.full((r + rank + 1,), r * 10 + rank, dtype=dtype))
+
             tensor = values(rank, (5,), dtype).to(device)
             dist.reduce(tensor, dst=0)
             if rank == 0:

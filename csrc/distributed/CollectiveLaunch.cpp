@@ -95,7 +95,6 @@ bool glooFutureCompletes(OpType type) {
     case OpType::_ALLGATHER_BASE:
     case OpType::GATHER:
     case OpType::SCATTER:
-    case OpType::ALLTOALL:
     case OpType::ALLTOALL_BASE:
     case OpType::BARRIER:
       return true;
@@ -108,10 +107,10 @@ bool glooFutureCompletes(OpType type) {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
     OpType type, const char* title, std::string agreement, std::vector<at::Tensor> inputs,
-    std::vector<at::Tensor> outputs, GlooCall call, bool outputs_are_inputs, c10::DeviceIndex barrier_device) {
+    std::vector<at::Tensor> outputs, GlooCall call, CallForm form) {
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), outputs.begin(), outputs.end());
-  const c10::Device device = type == OpType::BARRIER ? c10::Device(c10::DeviceType::PrivateUse1, barrier_device)
+  const c10::Device device = type == OpType::BARRIER ? c10::Device(c10::DeviceType::PrivateUse1, form.barrier_device)
                                                      : deviceOfCollective(all, title);
   checkGlooDtypes(all, type);
   const bool is_send = type == OpType::SEND;
@@ -122,8 +121,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
   // lock, on this thread (releasing a tensor may need the GIL).
   std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
   try {
-    launchInOrder(work, type, title, std::move(agreement), stream, caller, inputs, outputs, std::move(call),
-                  outputs_are_inputs, finished);
+    launchInOrder(work, type, title, std::move(agreement), stream, caller, inputs, outputs, std::move(call), form,
+                  finished);
   } catch (...) {
     settle(finished);
     throw;
@@ -144,8 +143,9 @@ void ProcessGroupMydev::settle(const std::vector<c10::intrusive_ptr<CollectiveWo
 void ProcessGroupMydev::launchInOrder(
     const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title, std::string agreement,
     const MydevStream& stream, const MydevStream& caller, const std::vector<at::Tensor>& inputs,
-    const std::vector<at::Tensor>& outputs, GlooCall call, bool outputs_are_inputs,
+    const std::vector<at::Tensor>& outputs, GlooCall call, CallForm form,
     std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
+  const bool outputs_are_inputs = form.outputs_are_inputs;
   const bool is_send = type == OpType::SEND;
   std::lock_guard<std::mutex> launch_lock(launch_mutex_);
   if (closed_) {
@@ -187,7 +187,7 @@ void ProcessGroupMydev::launchInOrder(
       agreement = "#" + std::to_string(sequence_number_.load()) + " " + agreement;
       launchOnStream(work, title, std::move(agreement), stream, inputs, outputs, std::move(call),
                      outputs_are_inputs);
-    } else if (!startOnHost(work, type, stream, inputs, outputs, call, outputs_are_inputs)) {
+    } else if (form.waits || !startOnHost(work, type, stream, inputs, outputs, call, outputs_are_inputs)) {
       launchOnStream(work, title, {}, stream, inputs, outputs, std::move(call), outputs_are_inputs);
     }
   } catch (...) {
@@ -315,8 +315,9 @@ void ProcessGroupMydev::transferEnded(CollectiveWork* work, std::exception_ptr f
 // Only collectives whose gloo Work completes its future by itself are
 // handed over (gloo of torch 2.13: not reduce-scatter, whose Work finishes
 // only in wait() and has no future, nor sends and receives).
-// Profiled operations (a kernel gives the profiler its device row) and
-// tensors gloo cannot take as they are go through a kernel.
+// Profiled operations (a kernel gives the profiler its device row), calls
+// that wait for their own transfer (CallForm::waits) and tensors gloo cannot
+// take as they are go through a kernel.
 // Returns false, having done nothing, where a kernel must run it.
 bool ProcessGroupMydev::startOnHost(
     const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const MydevStream& stream,

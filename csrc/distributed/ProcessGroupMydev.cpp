@@ -11,6 +11,8 @@
 
 #include <pybind11/chrono.h>
 
+#include <algorithm>
+
 namespace py = pybind11;
 
 namespace torch_mydev {
@@ -57,6 +59,42 @@ std::vector<std::vector<at::Tensor>> regroup(const std::vector<at::Tensor>& flat
     next += size;
   }
   return lists;
+}
+
+// A list all-to-all as gloo's all_to_all_single, which takes a size per peer
+// (NCCL's list forms do; gloo's want one size): the inputs are sent from one
+// buffer and the outputs received into another, then copied out, so the call
+// waits for its transfer.
+c10::intrusive_ptr<c10d::Work> allToAllThroughOneBuffer(c10d::Backend& gloo, const std::vector<at::Tensor>& outputs,
+                                                        const std::vector<at::Tensor>& inputs,
+                                                        const c10d::AllToAllOptions& opts,
+                                                        std::chrono::milliseconds timeout) {
+  std::vector<at::Tensor> flat_inputs;
+  std::vector<int64_t> sent_splits;
+  std::vector<int64_t> received_splits;
+  for (const at::Tensor& input : inputs) {
+    TORCH_CHECK(input.scalar_type() == outputs.front().scalar_type(), "mccl: all_to_all's tensors must have one "
+                "dtype, got ", input.scalar_type(), " and ", outputs.front().scalar_type());
+    flat_inputs.push_back(input.reshape(-1));
+    sent_splits.push_back(input.numel());
+  }
+  int64_t received_count = 0;
+  for (const at::Tensor& output : outputs) {
+    received_splits.push_back(output.numel());
+    received_count += output.numel();
+  }
+  at::Tensor sent = at::cat(flat_inputs);
+  at::Tensor received = at::empty({received_count}, outputs.front().options());
+  // Copies: gloo takes the splits it is given.
+  std::vector<int64_t> gloo_received_splits = received_splits;
+  c10::intrusive_ptr<c10d::Work> transfer =
+      gloo.alltoall_base(received, sent, gloo_received_splits, sent_splits, opts);
+  transfer->wait(timeout);
+  const std::vector<at::Tensor> parts = received.split_with_sizes(received_splits);
+  for (size_t peer = 0; peer < outputs.size(); ++peer) {
+    outputs[peer].copy_(parts[peer].view(outputs[peer].sizes()));
+  }
+  return transfer;
 }
 
 // PREMUL_SUM's factor as the kernel will read it: on the host. A device
@@ -194,7 +232,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather(std::vector<std::vec
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllgatherOptions& opts) {
   std::vector<at::Tensor> flat_outputs = flatten(outputs);
-  std::string agreement = describeCall({"all_gather"}, {&inputs, &flat_outputs});
+  // Every rank gives the same outputs, its input's size among them.
+  std::string agreement = describeCall({"all_gather"}, {&flat_outputs});
+  const bool one_input = inputs.size() == 1 && outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_);
+  if (one_input) {
+    TORCH_CHECK_VALUE(inputs[0].numel() == outputs[0][rank_].numel(), "mccl: all_gather's input has ",
+                      inputs[0].numel(), " elements, but its output for rank ", rank_, " has ",
+                      outputs[0][rank_].numel());
+  }
+  if (one_input && std::any_of(flat_outputs.begin(), flat_outputs.end(), [&](const at::Tensor& output) {
+        return output.sizes() != flat_outputs.front().sizes();
+      })) {
+    // Sizes that differ per rank, as NCCL takes them (gloo does not): each
+    // rank's input sent to every rank.
+    return collective(OpType::ALLGATHER, "mccl:all_gather", std::move(agreement), inputs, std::move(flat_outputs),
+                      [this, opts](auto& host_in, auto& host_out) {
+                        const std::vector<at::Tensor> sent(static_cast<size_t>(size_), host_in[0]);
+                        return allToAllThroughOneBuffer(*gloo_, host_out, sent, c10d::AllToAllOptions{opts.timeout},
+                                                        timeout_);
+                      },
+                      CallForm{/*outputs_are_inputs=*/false, /*waits=*/true});
+  }
   return collective(OpType::ALLGATHER, "mccl:all_gather", std::move(agreement), inputs, std::move(flat_outputs),
                     [this, opts, sizes = listSizes(outputs)](auto& host_in, auto& host_out) {
                       // The lists hold host_out's tensors: gloo fills those.
@@ -306,8 +364,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall_base(at::Tensor& outp
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllToAllOptions& opts) {
   std::string agreement = describeCall({"all_to_all", nullptr, -1, /*with_shapes=*/false}, {&inputs, &outputs});
+  TORCH_CHECK_VALUE(inputs.size() == static_cast<size_t>(size_) && outputs.size() == static_cast<size_t>(size_),
+                    "mccl: all_to_all takes a tensor per rank (", size_, "), got ", inputs.size(), " inputs and ",
+                    outputs.size(), " outputs");
   return collective(OpType::ALLTOALL, "mccl:all_to_all", std::move(agreement), inputs, outputs,
-                    [this, opts](auto& host_in, auto& host_out) { return gloo_->alltoall(host_out, host_in, opts); });
+                    [this, opts](auto& host_in, auto& host_out) {
+                      return allToAllThroughOneBuffer(*gloo_, host_out, host_in, opts, timeout_);
+                    },
+                    CallForm{/*outputs_are_inputs=*/false, /*waits=*/true});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
@@ -337,14 +401,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::barrier(const c10d::BarrierOpt
   }
   return collective(OpType::BARRIER, "mccl:barrier", describeCall({"barrier"}, {}), {}, {}, [this, opts](auto&, auto&) {
     return gloo_->barrier(opts);
-  }, /*outputs_are_inputs=*/false, device);
+  }, CallForm{/*outputs_are_inputs=*/false, /*waits=*/false, device});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::inPlace(
     OpType type, const char* title, std::string agreement, std::vector<at::Tensor>& tensors, GlooCall call) {
   // The call gets the tensors as its inputs and as its outputs.
   return collective(type, title, std::move(agreement), tensors, tensors, std::move(call),
-                    /*outputs_are_inputs=*/true);
+                    CallForm{/*outputs_are_inputs=*/true});
 }
 
 // The class is bound once torch.distributed is imported: its base,

@@ -59,6 +59,15 @@ namespace torch_mydev {
 using GlooCall = std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>& host_inputs,
                                                               std::vector<at::Tensor>& host_outputs)>;
 
+// How an operation's call into gloo is made (collective()).
+struct CallForm {
+  bool outputs_are_inputs = false;  // in place
+  // The call waits for its own transfer (to copy its results out): it runs in
+  // a kernel, never as a host task, which would block the caller's thread.
+  bool waits = false;
+  c10::DeviceIndex barrier_device = -1;  // a barrier has no tensor to tell its device
+};
+
 // Both classes are bound with pybind11, whose types are hidden: so are they.
 #define MCCL_HIDDEN __attribute__((visibility("hidden")))
 
@@ -150,8 +159,7 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
                                          std::vector<at::Tensor>& tensors, GlooCall call);
   c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* title, std::string agreement,
                                             std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
-                                            GlooCall call, bool outputs_are_inputs = false,
-                                            c10::DeviceIndex barrier_device = -1);
+                                            GlooCall call, CallForm form = {});
 
   // The check, in CollectiveCheck.cpp: the description of a call (empty if
   // collectives are not checked), and its comparison across ranks, which
@@ -165,7 +173,7 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
   void launchInOrder(const c10::intrusive_ptr<CollectiveWork>& work, c10d::OpType type, const char* title,
                      std::string agreement, const MydevStream& stream, const MydevStream& caller,
                      const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
-                     bool outputs_are_inputs,
+                     CallForm form,
                      std::vector<c10::intrusive_ptr<CollectiveWork>>& finished);
   void orderAfterEarlierOperations(c10d::OpType type, const MydevStream& stream);
   void launchOnStream(const c10::intrusive_ptr<CollectiveWork>& work, const char* title, std::string agreement,
