@@ -2,6 +2,7 @@
 ``worker(rank, world_size, init_file, ...)``. A failed check raises in the rank, and the test then fails with that
 rank's traceback."""
 import datetime
+import gc
 import os
 import threading
 import time
@@ -411,8 +412,11 @@ def thread_names():
 
 
 def default_backends(rank, world_size, init_file):
-    """No backend given: mydev tensors go to mccl, CPU tensors to gloo (the patch in torch_mydev/patches.py)."""
+    """No backend given: mydev tensors go to mccl, CPU tensors to gloo (the patch in torch_mydev/patches.py). After
+    destroy_process_group, the process has the threads it had before (mccl's comm streams are its own)."""
     torch.mydev.set_device(rank)
+    (torch.ones(2, device="mydev") + 1).cpu()
+    threads_before = sorted(thread_names())
     dist.init_process_group(init_method=f"file://{init_file}", rank=rank, world_size=world_size)
     try:
         group = dist.group.WORLD
@@ -433,6 +437,9 @@ def default_backends(rank, world_size, init_file):
             assert "shut down or aborted" in str(error), error
     finally:
         dist.destroy_process_group()
+    del backend, group
+    gc.collect()
+    assert sorted(thread_names()) == threads_before, (thread_names(), threads_before)
 
 
 def train_on_my_shard(model, optimizer, rank, world_size, device):

@@ -23,8 +23,6 @@
 #include <exception>
 #include <mutex>
 #include <new>
-#include <optional>
-#include <string>
 #include <type_traits>
 #include <utility>
 

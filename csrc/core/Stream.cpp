@@ -18,11 +18,15 @@ namespace {
 
 constexpr int kPriorityPools = 2;  // 0: normal priority, 1: high priority
 
+constexpr c10::StreamId kFirstDedicatedId = kPriorityPools * kStreamsPerPool + 1;
+
 struct DeviceStreams {
   std::atomic<mydevStream_t> default_stream{nullptr};
-  std::mutex create_mutex;
+  std::mutex create_mutex;  // also guards the dedicated streams' creation and destruction
   std::array<std::atomic<mydevStream_t>, kPriorityPools * kStreamsPerPool> pool{};
   std::array<std::atomic<uint32_t>, kPriorityPools> next{};
+  std::array<std::atomic<mydevStream_t>, kDedicatedStreams> dedicated{};
+  std::array<int, kDedicatedStreams> dedicated_priority{};
 };
 
 // Sized once to the device count; streams live for the whole process like CUDA's pools.
@@ -52,19 +56,29 @@ c10::Stream makeStream(c10::DeviceIndex device, c10::StreamId id) {
 
 int poolOf(c10::StreamId id) { return static_cast<int>((id - 1) / kStreamsPerPool); }
 
+bool isDedicated(c10::StreamId id) { return id >= kFirstDedicatedId; }
+
+size_t dedicatedSlot(c10::StreamId id) { return static_cast<size_t>(id - kFirstDedicatedId); }
+
 }  // namespace
 
 MydevStream::MydevStream(c10::Stream stream) : stream_(stream) {
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "Expected a mydev stream, got a stream of ",
               stream.device_type());
   checkDeviceIndex(stream.device_index());
-  TORCH_CHECK(stream.id() >= 0 && stream.id() <= kPriorityPools * kStreamsPerPool, "Invalid mydev stream id ",
+  TORCH_CHECK(stream.id() >= 0 && stream.id() < kFirstDedicatedId + kDedicatedStreams, "Invalid mydev stream id ",
               stream.id());
 }
 
 mydevStream_t MydevStream::handle() const {
   const auto device = device_index();
   auto& streams = *allDeviceStreams().at(static_cast<size_t>(device));
+  if (isDedicated(id())) {
+    if (mydevStream_t result = streams.dedicated.at(dedicatedSlot(id())).load(std::memory_order_acquire)) {
+      return result;
+    }
+    return getDefaultMydevStream(device).handle();  // destroyed (destroyDedicatedStream)
+  }
   if (id() == 0) {
     // Asked of the runtime once per device: every kernel launch needs it.
     mydevStream_t result = streams.default_stream.load(std::memory_order_acquire);
@@ -90,6 +104,11 @@ mydevStream_t MydevStream::handle() const {
 }
 
 int MydevStream::priority() const {
+  if (isDedicated(id())) {
+    auto& streams = *allDeviceStreams().at(static_cast<size_t>(device_index()));
+    std::lock_guard<std::mutex> lock(streams.create_mutex);
+    return streams.dedicated_priority.at(dedicatedSlot(id()));
+  }
   return id() == 0 ? 0 : (poolOf(id()) == 1 ? -1 : 0);
 }
 
@@ -125,5 +144,38 @@ MydevStream getStreamFromPool(int priority, c10::DeviceIndex device) {
 }
 
 void setCurrentMydevStream(MydevStream stream) { currentIdSlot(stream.device_index()) = stream.id(); }
+
+MydevStream createDedicatedStream(int priority, c10::DeviceIndex device) {
+  device = resolveDevice(device);
+  auto& streams = *allDeviceStreams().at(static_cast<size_t>(device));
+  std::lock_guard<std::mutex> lock(streams.create_mutex);
+  for (size_t slot = 0; slot < streams.dedicated.size(); ++slot) {
+    if (streams.dedicated[slot].load(std::memory_order_relaxed) != nullptr) {
+      continue;
+    }
+    mydevStream_t created = nullptr;
+    ScopedDevice on_device(device);
+    MYDEV_CHECK(mydevStreamCreateWithPriority(&created, priority < 0 ? -1 : 0));
+    streams.dedicated_priority[slot] = priority < 0 ? -1 : 0;
+    streams.dedicated[slot].store(created, std::memory_order_release);
+    return MydevStream(makeStream(device, kFirstDedicatedId + static_cast<c10::StreamId>(slot)));
+  }
+  TORCH_CHECK(false, "mydev: all ", kDedicatedStreams, " dedicated streams of mydev:", static_cast<int>(device),
+              " are in use (each process group holds one or two per device until it is destroyed)");
+}
+
+void destroyDedicatedStream(const MydevStream& stream) {
+  TORCH_CHECK(isDedicated(stream.id()), "mydev: stream ", stream.id(), " is not a dedicated stream");
+  auto& streams = *allDeviceStreams().at(static_cast<size_t>(stream.device_index()));
+  mydevStream_t handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(streams.create_mutex);
+    handle = streams.dedicated.at(dedicatedSlot(stream.id())).exchange(nullptr);
+  }
+  // Outside the lock: the stream's last kernels may create a pool stream.
+  if (handle != nullptr) {
+    MYDEV_CHECK(mydevStreamDestroy(handle));
+  }
+}
 
 }  // namespace torch_mydev

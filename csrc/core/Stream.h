@@ -2,7 +2,9 @@
 // mapped onto a runtime stream (mydevStream_t) the way CUDAStream maps onto
 // cudaStream_t: id 0 is the device's default stream, and each device has two
 // lazily created pools (normal and high priority) of kStreamsPerPool streams
-// handed out round robin. The current stream is per thread and per device.
+// handed out round robin, which live as long as the process. Above them are
+// dedicated streams, which their owner destroys, ending their worker thread.
+// The current stream is per thread and per device.
 #pragma once
 
 #include <mydev/runtime.h>
@@ -12,6 +14,7 @@
 namespace torch_mydev {
 
 constexpr int kStreamsPerPool = 32;
+constexpr int kDedicatedStreams = 64;  // per device, in use at once
 
 class MydevStream {
  public:
@@ -39,5 +42,14 @@ MydevStream getCurrentMydevStream(c10::DeviceIndex device = -1);
 // priority follows CUDA: 0 is normal, negative is high.
 MydevStream getStreamFromPool(int priority, c10::DeviceIndex device = -1);
 void setCurrentMydevStream(MydevStream stream);
+
+// A stream no one else is handed, for an owner that must leave no thread
+// behind when it is done (mccl's comm streams: destroy_process_group).
+MydevStream createDedicatedStream(int priority, c10::DeviceIndex device);
+// Waits for the stream's work and ends its worker. Later uses of its id (an
+// event the caching allocator records for memory the stream used) land on
+// the device's default stream, which orders them no earlier; the id may be
+// handed out again.
+void destroyDedicatedStream(const MydevStream& stream);
 
 }  // namespace torch_mydev

@@ -455,12 +455,18 @@ std::exception_ptr ProcessGroupMydev::brokenError() {
   }
 }
 
+// Dedicated streams, not the pool's, so that destroy_process_group ends
+// their workers (stopThreads). An operation issued once they are gone ends
+// at its launch; the default stream holds its end event.
 MydevStream ProcessGroupMydev::streamFor(c10::DeviceIndex device, bool for_sends) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (streams_retired_) {
+    return getDefaultMydevStream(device);
+  }
   auto& streams = for_sends ? send_streams_ : comm_streams_;
   auto found = streams.find(device);
   if (found == streams.end()) {
-    found = streams.emplace(device, getStreamFromPool(/*priority=*/-1, device)).first;
+    found = streams.emplace(device, createDedicatedStream(/*priority=*/-1, device)).first;
     // The stream's worker starts here, not on mccl's thread, whose name it would inherit.
     found->second.handle();
   }
@@ -500,10 +506,12 @@ void ProcessGroupMydev::stopThreads() {
   std::vector<MydevStream> streams;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto* kind : {&comm_streams_, &send_streams_}) {
+    streams_retired_ = true;
+    for (auto* kind : {&comm_streams_, &send_streams_}) {
       for (const auto& entry : *kind) {
         streams.push_back(entry.second);
       }
+      kind->clear();
     }
   }
   // Not checked: the kernels catch their own errors, and a destructor
@@ -521,6 +529,13 @@ void ProcessGroupMydev::stopThreads() {
   }
   settle(finished);
   finished.clear();
+  for (const MydevStream& stream : streams) {
+    try {
+      destroyDedicatedStream(stream);
+    } catch (const std::exception& error) {
+      TORCH_WARN("mccl: ending a comm stream failed: ", error.what());
+    }
+  }
   std::unique_ptr<CommThread> comm;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -6,7 +6,7 @@
 // it is given, and this backend drives it through the c10d::Backend interface.
 //
 //   caller's thread: the operation's stream (per device, a high-priority
-//     pool stream for collectives and receives, another for sends) waits for
+//     dedicated stream for collectives and receives, another for sends) waits for
 //     an event on the current stream (the inputs' producers); every tensor's
 //     memory is marked as used on that stream (the caching allocator then
 //     keeps it until the stream is done with it); the operation is launched
@@ -214,6 +214,7 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
   std::map<c10::DeviceIndex, MydevStream> send_streams_;
   std::unique_ptr<CommThread> comm_thread_;
   bool comm_thread_retired_ = false;
+  bool streams_retired_ = false;  // by stopThreads, which destroyed them
   std::exception_ptr broken_;
   std::vector<c10::intrusive_ptr<CollectiveWork>> kept_after_failure_;
 };
