@@ -630,6 +630,7 @@ def tensor_of_each_collective(rank, device):
         "dtype": lambda: dist.all_reduce(ones.to(torch.int32) if rank % 2 else ones),
         "reduction": lambda: dist.all_reduce(ones, op=dist.ReduceOp.MAX if rank % 2 else dist.ReduceOp.SUM),
         "collective": lambda: dist.broadcast(ones, src=0) if rank % 2 else dist.all_reduce(ones),
+        "root": lambda: dist.broadcast(ones, src=rank % 2),
     }
 
 
@@ -651,6 +652,18 @@ def mismatched_collectives(rank, world_size, init_file, cases):
     with open(f"{init_file}.rank{rank}", "w") as file:
         file.write("\n".join(messages))
     dist.destroy_process_group()
+
+
+def mixed_check_settings(rank, world_size, init_file):
+    """Rank 0 checks collectives, the others do not: the group refuses to start, on every rank."""
+    os.environ["MCCL_CHECK_COLLECTIVES"] = "1" if rank == 0 else "0"
+    try:
+        init(rank, world_size, init_file, backend="mccl", timeout_s=20)
+        message = "no error"
+    except ValueError as error:
+        message = str(error)
+    with open(f"{init_file}.rank{rank}", "w") as file:
+        file.write(message)
 
 
 def split_groups(rank, world_size, init_file):

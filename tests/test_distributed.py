@@ -124,17 +124,26 @@ class TestFailures(TestCase):
         self.assertIn("future: mccl: the group is unusable after an earlier collective failed", future)
 
     def test_every_mismatch_is_reported_on_every_rank_when_checked(self):
-        cases = ["shape", "dtype", "reduction", "collective"]
+        cases = ["shape", "dtype", "reduction", "collective", "root"]
         messages = run_ranks(distributed_workers.mismatched_collectives, 2, cases, env={"MCCL_CHECK_COLLECTIVES": "1"})
         calls = {"shape": ("all_reduce(op=SUM) of Float[4]", "all_reduce(op=SUM) of Float[8]"),
                  "dtype": ("all_reduce(op=SUM) of Float[4]", "all_reduce(op=SUM) of Int[4]"),
                  "reduction": ("all_reduce(op=SUM) of Float[4]", "all_reduce(op=MAX) of Float[4]"),
-                 "collective": ("all_reduce(op=SUM) of Float[4]", "broadcast(root=0) of Float[4]")}
+                 "collective": ("all_reduce(op=SUM) of Float[4]", "broadcast(root=0) of Float[4]"),
+                 "root": ("broadcast(root=0) of Float[4]", "broadcast(root=1) of Float[4]")}
         for message in messages:
             for case, line in zip(cases, message.split("\n")):
                 first, second = calls[case]
                 self.assertRegex(line, rf"mccl: the ranks called different collectives \(rank 0: #\d+ "
                                        rf"{re.escape(first)}; rank 1: #\d+ {re.escape(second)}\); no rank ran it")
+
+    def test_every_collective_of_matching_ranks_passes_the_check(self):
+        run_ranks(distributed_workers.collectives, 2, env={"MCCL_CHECK_COLLECTIVES": "1"})
+
+    def test_ranks_that_disagree_on_checking_refuse_to_start(self):
+        messages = run_ranks(distributed_workers.mixed_check_settings, 2)
+        for message in messages:
+            self.assertIn("mccl: ranks [0] of this group check collectives and the others do not", message)
 
     def test_a_mismatched_collective_is_reported_in_debug_mode(self):
         # torch's wrapper compares shapes, dtypes and collectives; mccl's check adds the reduction.

@@ -31,17 +31,30 @@ def _create_backend(backend_options, pg_options):
                                           or list(range(backend_options.group_size)))
     gloo.options.group_name = backend_options.group_id
     return _C.ProcessGroupMydev(gloo, backend_options.group_rank, backend_options.group_size, timeout,
-                                checks_collectives())
+                                checks_collectives(backend_options.store, backend_options.group_rank,
+                                                   backend_options.group_size))
 
 
-def checks_collectives():
+def checks_collectives(store, group_rank, group_size):
     """Whether mccl compares each collective across ranks before it runs (csrc/distributed/CollectiveCheck.cpp):
-    ``MCCL_CHECK_COLLECTIVES=1`` or ``0`` says; unset, it does under ``TORCH_DISTRIBUTED_DEBUG=DETAIL``, adding the
-    reduction and the root to what torch's wrapper compares there."""
+    ``MCCL_CHECK_COLLECTIVES=1`` or ``0`` says; unset, it does at torch's DETAIL debug level
+    (``TORCH_DISTRIBUTED_DEBUG=DETAIL``), adding the reduction and the root to what torch's wrapper compares there.
+    A rank that checks would pair its exchange of records with another rank's collective, so the ranks of a group
+    agree on it through the group's store, and refuse to start if they differ."""
+    import torch.distributed as dist
+
     setting = os.environ.get("MCCL_CHECK_COLLECTIVES")
-    if setting is not None:
-        return setting.strip() not in ("", "0")
-    return os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
+    if setting is None:
+        mine = dist.get_debug_level() == dist.DebugLevel.DETAIL
+    else:
+        mine = setting.strip().lower() not in ("", "0", "false", "off", "no")
+    store.set(f"mccl_check_collectives/{group_rank}", "1" if mine else "0")
+    settings = [store.get(f"mccl_check_collectives/{rank}").decode() for rank in range(group_size)]
+    if len(set(settings)) > 1:
+        checking = [rank for rank, setting in enumerate(settings) if setting == "1"]
+        raise ValueError(f"mccl: ranks {checking} of this group check collectives and the others do not: set "
+                         f"MCCL_CHECK_COLLECTIVES (or TORCH_DISTRIBUTED_DEBUG) alike on every rank")
+    return mine
 
 
 def register_backend():

@@ -11,13 +11,16 @@
 //
 // Checked, each collective first all-gathers a fixed-size record of what its
 // rank called: the collective's number in the group, its kind, reduction and
-// root, and the dtypes and shapes every rank must agree on (not those a rank
-// chooses alone: all_to_all's sizes, gather's outputs off the root). Records
-// are fixed-size, so this exchange cannot mismatch; if any differ, every
-// rank sees all of them, skips the collective, and its Work fails with a
-// message naming each rank's call. Having skipped it alike, the ranks stay
-// paired: the group stays usable. The cost is one more latency-bound
-// exchange per collective (benchmarks/distributed_vs_gloo.py --check).
+// root, and of its tensors what every rank must agree on (not what a rank
+// chooses alone: all_to_all's sizes, gather's outputs off the root; element
+// counts only where NCCL takes any shape). Records are fixed-size, so this
+// exchange cannot mismatch; if any differ (by a hash of the whole call),
+// every rank sees all of them, skips the collective, and its Work fails with
+// a message naming each rank's call (cut at ~500 characters a rank). Having
+// skipped it alike, the ranks stay paired: the group stays usable. The cost
+// is one more latency-bound exchange per collective
+// (benchmarks/distributed_vs_gloo.py --check). Every rank of a group must
+// check, or none: the creator agrees on it through the store.
 #include "ProcessGroupMydev.h"
 
 #include <algorithm>
@@ -67,8 +70,7 @@ const char* reductionName(const c10d::ReduceOp& op) {
 
 }  // namespace
 
-std::string ProcessGroupMydev::describeCall(const AgreedCall& call,
-                                            std::initializer_list<const std::vector<at::Tensor>*> tensors) const {
+std::string ProcessGroupMydev::describeCall(const AgreedCall& call, std::initializer_list<AgreedTensors> tensors) const {
   if (!check_collectives_) {
     return {};
   }
@@ -84,11 +86,13 @@ std::string ProcessGroupMydev::describeCall(const AgreedCall& call,
   }
   text << ")";
   separator = " of ";
-  for (const std::vector<at::Tensor>* list : tensors) {
-    for (const at::Tensor& tensor : *list) {
+  for (const AgreedTensors& agreed : tensors) {
+    for (const at::Tensor& tensor : agreed.tensors) {
       text << separator << c10::toString(tensor.scalar_type());
-      if (call.with_shapes) {
+      if (agreed.what == Agreed::kShapes) {
         text << tensor.sizes();
+      } else if (agreed.what == Agreed::kCounts) {
+        text << "[" << tensor.numel() << " elements]";
       }
       separator = ", ";
     }
@@ -96,12 +100,12 @@ std::string ProcessGroupMydev::describeCall(const AgreedCall& call,
   return text.str();
 }
 
-std::exception_ptr ProcessGroupMydev::disagreement(const std::string& agreement) {
+std::exception_ptr ProcessGroupMydev::compareAcrossRanks(const std::string& record) {
   at::Tensor mine = at::zeros({static_cast<int64_t>(kRecordBytes)}, at::kByte);
-  const uint64_t hash = fingerprint(agreement);
+  const uint64_t hash = fingerprint(record);
   std::memcpy(mine.data_ptr(), &hash, kHashBytes);
-  std::memcpy(mine.data_ptr<uint8_t>() + kHashBytes, agreement.data(),
-              std::min(agreement.size(), kRecordBytes - kHashBytes - 1));
+  std::memcpy(mine.data_ptr<uint8_t>() + kHashBytes, record.data(),
+              std::min(record.size(), kRecordBytes - kHashBytes - 1));
   std::vector<std::vector<at::Tensor>> records(1);
   for (int rank = 0; rank < size_; ++rank) {
     records[0].push_back(at::empty_like(mine));
@@ -109,17 +113,16 @@ std::exception_ptr ProcessGroupMydev::disagreement(const std::string& agreement)
   std::vector<at::Tensor> sent{mine};
   c10::intrusive_ptr<c10d::Work> exchange = gloo_->allgather(records, sent, c10d::AllgatherOptions());
   exchange->wait(timeout_);
-  bool agreed = true;
+  bool same = true;
   std::ostringstream calls;
   for (int rank = 0; rank < size_; ++rank) {
-    const auto* record = records[0][rank].data_ptr<uint8_t>();
-    uint64_t theirs = 0;
-    std::memcpy(&theirs, record, kHashBytes);
-    agreed = agreed && theirs == hash;
-    calls << (rank == 0 ? "" : "; ") << "rank " << rank << ": "
-          << reinterpret_cast<const char*>(record + kHashBytes);
+    const auto* theirs = records[0][rank].data_ptr<uint8_t>();
+    uint64_t their_hash = 0;
+    std::memcpy(&their_hash, theirs, kHashBytes);
+    same = same && their_hash == hash;
+    calls << (rank == 0 ? "" : "; ") << "rank " << rank << ": " << reinterpret_cast<const char*>(theirs + kHashBytes);
   }
-  if (agreed) {
+  if (same) {
     return nullptr;
   }
   return backendError("mccl: the ranks called different collectives (" + calls.str() +

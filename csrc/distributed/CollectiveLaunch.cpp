@@ -95,6 +95,7 @@ bool glooFutureCompletes(OpType type) {
     case OpType::_ALLGATHER_BASE:
     case OpType::GATHER:
     case OpType::SCATTER:
+    case OpType::ALLTOALL:
     case OpType::ALLTOALL_BASE:
     case OpType::BARRIER:
       return true;
@@ -106,7 +107,7 @@ bool glooFutureCompletes(OpType type) {
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
-    OpType type, const char* title, std::string agreement, std::vector<at::Tensor> inputs,
+    OpType type, const char* title, std::string record, std::vector<at::Tensor> inputs,
     std::vector<at::Tensor> outputs, GlooCall call, CallForm form) {
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), outputs.begin(), outputs.end());
@@ -121,7 +122,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
   // lock, on this thread (releasing a tensor may need the GIL).
   std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
   try {
-    launchInOrder(work, type, title, std::move(agreement), stream, caller, inputs, outputs, std::move(call), form,
+    launchInOrder(work, type, title, std::move(record), stream, caller, inputs, outputs, std::move(call), form,
                   finished);
   } catch (...) {
     settle(finished);
@@ -141,7 +142,7 @@ void ProcessGroupMydev::settle(const std::vector<c10::intrusive_ptr<CollectiveWo
 // the order the collectives were issued, as gloo's tags need, even when
 // several threads issue them.
 void ProcessGroupMydev::launchInOrder(
-    const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title, std::string agreement,
+    const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title, std::string record,
     const MydevStream& stream, const MydevStream& caller, const std::vector<at::Tensor>& inputs,
     const std::vector<at::Tensor>& outputs, GlooCall call, CallForm form,
     std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
@@ -183,11 +184,11 @@ void ProcessGroupMydev::launchInOrder(
   in_flight_.push_back(work);
   try {
     // A checked collective runs as a kernel, which compares it across ranks first.
-    if (!agreement.empty()) {
-      agreement = "#" + std::to_string(sequence_number_.load()) + " " + agreement;
-      launchOnStream(work, title, std::move(agreement), stream, inputs, outputs, std::move(call),
+    if (!record.empty()) {
+      record = "#" + std::to_string(sequence_number_.load()) + " " + record;
+      launchOnStream(work, title, std::move(record), stream, inputs, outputs, std::move(call),
                      outputs_are_inputs);
-    } else if (form.waits || !startOnHost(work, type, stream, inputs, outputs, call, outputs_are_inputs)) {
+    } else if (form.ends_in_wait || !startOnHost(work, type, stream, inputs, outputs, call, outputs_are_inputs)) {
       launchOnStream(work, title, {}, stream, inputs, outputs, std::move(call), outputs_are_inputs);
     }
   } catch (...) {
@@ -234,7 +235,7 @@ void ProcessGroupMydev::orderAfterEarlierOperations(OpType type, const MydevStre
 // thread of mccl's on the way. A transport error is handed to the Work,
 // not raised as a device fault, and breaks the group.
 void ProcessGroupMydev::launchOnStream(
-    const c10::intrusive_ptr<CollectiveWork>& work, const char* title, std::string agreement,
+    const c10::intrusive_ptr<CollectiveWork>& work, const char* title, std::string record,
     const MydevStream& stream, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
     GlooCall call, bool outputs_are_inputs) {
   std::vector<DeviceTensorRef> input_refs;
@@ -255,7 +256,7 @@ void ProcessGroupMydev::launchOnStream(
   // Never run before the launch returns, even under deterministic mode:
   // gloo reads no ATen setting, and a send would wait for its peer.
   launchKernelReadingNoSettings(title, stream,
-               [this, work = work.get(), agreement = std::move(agreement), input_refs = std::move(input_refs),
+               [this, work = work.get(), record = std::move(record), input_refs = std::move(input_refs),
                 output_refs = std::move(output_refs), call = std::move(call), outputs_are_inputs] {
                  std::exception_ptr failure = brokenError();
                  if (!failure) {
@@ -268,7 +269,7 @@ void ProcessGroupMydev::launchOnStream(
                    bool refused = false;
                    try {
                      // Every rank found the mismatch and skips the collective alike.
-                     if (std::exception_ptr mismatch = agreement.empty() ? nullptr : disagreement(agreement)) {
+                     if (std::exception_ptr mismatch = record.empty() ? nullptr : compareAcrossRanks(record)) {
                        refused = true;
                        std::rethrow_exception(mismatch);
                      }
@@ -315,9 +316,10 @@ void ProcessGroupMydev::transferEnded(CollectiveWork* work, std::exception_ptr f
 // Only collectives whose gloo Work completes its future by itself are
 // handed over (gloo of torch 2.13: not reduce-scatter, whose Work finishes
 // only in wait() and has no future, nor sends and receives).
-// Profiled operations (a kernel gives the profiler its device row), calls
-// that wait for their own transfer (CallForm::waits) and tensors gloo cannot
-// take as they are go through a kernel.
+// Profiled operations (a kernel gives the profiler its device row) and
+// tensors gloo cannot take as they are go through a kernel, as do (decided
+// by launchInOrder) checked collectives and calls whose Work ends only in
+// its wait() (CallForm::ends_in_wait).
 // Returns false, having done nothing, where a kernel must run it.
 bool ProcessGroupMydev::startOnHost(
     const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const MydevStream& stream,

@@ -63,38 +63,57 @@ std::vector<std::vector<at::Tensor>> regroup(const std::vector<at::Tensor>& flat
 
 // A list all-to-all as gloo's all_to_all_single, which takes a size per peer
 // (NCCL's list forms do; gloo's want one size): the inputs are sent from one
-// buffer and the outputs received into another, then copied out, so the call
-// waits for its transfer.
-c10::intrusive_ptr<c10d::Work> allToAllThroughOneBuffer(c10d::Backend& gloo, const std::vector<at::Tensor>& outputs,
-                                                        const std::vector<at::Tensor>& inputs,
-                                                        const c10d::AllToAllOptions& opts,
-                                                        std::chrono::milliseconds timeout) {
-  std::vector<at::Tensor> flat_inputs;
-  std::vector<int64_t> sent_splits;
-  std::vector<int64_t> received_splits;
-  for (const at::Tensor& input : inputs) {
-    TORCH_CHECK(input.scalar_type() == outputs.front().scalar_type(), "mccl: all_to_all's tensors must have one "
-                "dtype, got ", input.scalar_type(), " and ", outputs.front().scalar_type());
-    flat_inputs.push_back(input.reshape(-1));
-    sent_splits.push_back(input.numel());
+// buffer and the outputs received into another, which wait() copies out.
+// So the Work ends only in its wait() (CallForm::ends_in_wait), where a
+// failed transfer surfaces as such, not as a refused call.
+class AllToAllThroughOneBuffer final : public c10d::Work {
+ public:
+  AllToAllThroughOneBuffer(c10d::Backend& gloo, std::vector<at::Tensor> outputs, const std::vector<at::Tensor>& inputs,
+                           const c10d::AllToAllOptions& opts)
+      : outputs_(std::move(outputs)) {
+    std::vector<at::Tensor> flat_inputs;
+    std::vector<int64_t> sent_splits;
+    for (const at::Tensor& input : inputs) {
+      flat_inputs.push_back(input.reshape(-1));
+      sent_splits.push_back(input.numel());
+    }
+    int64_t received_count = 0;
+    for (const at::Tensor& output : outputs_) {
+      received_splits_.push_back(output.numel());
+      received_count += output.numel();
+    }
+    at::Tensor sent = at::cat(flat_inputs);
+    received_ = at::empty({received_count}, outputs_.front().options());
+    // A copy: gloo takes the splits it is given.
+    std::vector<int64_t> gloo_received_splits = received_splits_;
+    transfer_ = gloo.alltoall_base(received_, sent, gloo_received_splits, sent_splits, opts);
   }
-  int64_t received_count = 0;
-  for (const at::Tensor& output : outputs) {
-    received_splits.push_back(output.numel());
-    received_count += output.numel();
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    transfer_->wait(timeout);
+    const std::vector<at::Tensor> parts = received_.split_with_sizes(received_splits_);
+    for (size_t peer = 0; peer < outputs_.size(); ++peer) {
+      outputs_[peer].copy_(parts[peer].view(outputs_[peer].sizes()));
+    }
+    return true;
   }
-  at::Tensor sent = at::cat(flat_inputs);
-  at::Tensor received = at::empty({received_count}, outputs.front().options());
-  // Copies: gloo takes the splits it is given.
-  std::vector<int64_t> gloo_received_splits = received_splits;
-  c10::intrusive_ptr<c10d::Work> transfer =
-      gloo.alltoall_base(received, sent, gloo_received_splits, sent_splits, opts);
-  transfer->wait(timeout);
-  const std::vector<at::Tensor> parts = received.split_with_sizes(received_splits);
-  for (size_t peer = 0; peer < outputs.size(); ++peer) {
-    outputs[peer].copy_(parts[peer].view(outputs[peer].sizes()));
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  std::vector<int64_t> received_splits_;
+  at::Tensor received_;
+  c10::intrusive_ptr<c10d::Work> transfer_;
+};
+
+// The list forms' tensors, as gloo's all_to_all_single sends them: one dtype.
+void checkOneDtype(const char* name, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs) {
+  for (const auto* tensors : {&inputs, &outputs}) {
+    for (const at::Tensor& tensor : *tensors) {
+      TORCH_CHECK_TYPE(tensor.scalar_type() == inputs.front().scalar_type(), "mccl: ", name,
+                       "'s tensors must have one dtype, got ", inputs.front().scalar_type(), " and ",
+                       tensor.scalar_type());
+    }
   }
-  return transfer;
 }
 
 // PREMUL_SUM's factor as the kernel will read it: on the host. A device
@@ -195,16 +214,16 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupMydev::split(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::broadcast(std::vector<at::Tensor>& tensors,
                                                             const c10d::BroadcastOptions& opts) {
-  std::string agreement = describeCall({"broadcast", nullptr, opts.rootRank}, {&tensors});
-  return inPlace(OpType::BROADCAST, "mccl:broadcast", std::move(agreement), tensors, [this, opts](auto& host, auto&) {
+  std::string record = describeCall({"broadcast", nullptr, opts.rootRank}, {{tensors, Agreed::kShapes}});
+  return inPlace(OpType::BROADCAST, "mccl:broadcast", std::move(record), tensors, [this, opts](auto& host, auto&) {
     return gloo_->broadcast(host, opts);
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
-  std::string agreement = describeCall({"all_reduce", &opts.reduceOp}, {&tensors});
-  return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", std::move(agreement), tensors,
+  std::string record = describeCall({"all_reduce", &opts.reduceOp}, {{tensors, Agreed::kShapes}});
+  return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->allreduce(host, scaledForGloo(opts, host, /*in_place=*/true));
                  });
@@ -212,8 +231,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                       const c10d::AllreduceCoalescedOptions& opts) {
-  std::string agreement = describeCall({"all_reduce_coalesced", &opts.reduceOp}, {&tensors});
-  return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", std::move(agreement), tensors,
+  std::string record = describeCall({"all_reduce_coalesced", &opts.reduceOp}, {{tensors, Agreed::kShapes}});
+  return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->allreduce_coalesced(host, scaledForGloo(opts, host, /*in_place=*/true));
                  });
@@ -221,8 +240,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce_coalesced(std::vecto
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce(
     std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
-  std::string agreement = describeCall({"reduce", &opts.reduceOp, opts.rootRank}, {&tensors});
-  return inPlace(OpType::REDUCE, "mccl:reduce", std::move(agreement), tensors,
+  std::string record = describeCall({"reduce", &opts.reduceOp, opts.rootRank}, {{tensors, Agreed::kShapes}});
+  return inPlace(OpType::REDUCE, "mccl:reduce", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->reduce(host, scaledForGloo(opts, host, /*in_place=*/true));
                  });
@@ -233,27 +252,30 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather(std::vector<std::vec
                                                             const c10d::AllgatherOptions& opts) {
   std::vector<at::Tensor> flat_outputs = flatten(outputs);
   // Every rank gives the same outputs, its input's size among them.
-  std::string agreement = describeCall({"all_gather"}, {&flat_outputs});
+  std::string record = describeCall({"all_gather"}, {{inputs, Agreed::kDtypes}, {flat_outputs, Agreed::kShapes}});
   const bool one_input = inputs.size() == 1 && outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_);
   if (one_input) {
     TORCH_CHECK_VALUE(inputs[0].numel() == outputs[0][rank_].numel(), "mccl: all_gather's input has ",
                       inputs[0].numel(), " elements, but its output for rank ", rank_, " has ",
                       outputs[0][rank_].numel());
   }
+  // Decided from the outputs, which every rank gives alike, so that all take
+  // the same path.
   if (one_input && std::any_of(flat_outputs.begin(), flat_outputs.end(), [&](const at::Tensor& output) {
         return output.sizes() != flat_outputs.front().sizes();
       })) {
     // Sizes that differ per rank, as NCCL takes them (gloo does not): each
     // rank's input sent to every rank.
-    return collective(OpType::ALLGATHER, "mccl:all_gather", std::move(agreement), inputs, std::move(flat_outputs),
+    checkOneDtype("all_gather", inputs, flat_outputs);
+    return collective(OpType::ALLGATHER, "mccl:all_gather", std::move(record), inputs, std::move(flat_outputs),
                       [this, opts](auto& host_in, auto& host_out) {
                         const std::vector<at::Tensor> sent(static_cast<size_t>(size_), host_in[0]);
-                        return allToAllThroughOneBuffer(*gloo_, host_out, sent, c10d::AllToAllOptions{opts.timeout},
-                                                        timeout_);
+                        return c10::make_intrusive<AllToAllThroughOneBuffer>(*gloo_, host_out, sent,
+                                                                             c10d::AllToAllOptions{opts.timeout});
                       },
-                      CallForm{/*outputs_are_inputs=*/false, /*waits=*/true});
+                      CallForm{/*outputs_are_inputs=*/false, /*ends_in_wait=*/true});
   }
-  return collective(OpType::ALLGATHER, "mccl:all_gather", std::move(agreement), inputs, std::move(flat_outputs),
+  return collective(OpType::ALLGATHER, "mccl:all_gather", std::move(record), inputs, std::move(flat_outputs),
                     [this, opts, sizes = listSizes(outputs)](auto& host_in, auto& host_out) {
                       // The lists hold host_out's tensors: gloo fills those.
                       auto lists = regroup(host_out, sizes);
@@ -265,20 +287,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_allgather_base(at::Tensor& ou
                                                                   const c10d::AllgatherOptions& opts) {
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs{output};
-  std::string agreement = describeCall({"all_gather_into_tensor"}, {&inputs, &outputs});
-  return collective(OpType::_ALLGATHER_BASE, "mccl:all_gather_into_tensor", std::move(agreement), inputs, outputs,
+  std::string record = describeCall({"all_gather_into_tensor"}, {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+  return collective(OpType::_ALLGATHER_BASE, "mccl:all_gather_into_tensor", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
-                      at::Tensor flat_out = host_out[0].view(-1);
-                      at::Tensor flat_in = host_in[0].view(-1);
-                      return gloo_->_allgather_base(flat_out, flat_in, opts);
+                      std::vector<at::Tensor> flat_out = flatViews(host_out);
+                      std::vector<at::Tensor> flat_in = flatViews(host_in);
+                      return gloo_->_allgather_base(flat_out[0], flat_in[0], opts);
                     });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                                   std::vector<at::Tensor>& inputs,
                                                                                   const c10d::AllgatherOptions& opts) {
-  std::string agreement = describeCall({"all_gather_into_tensor_coalesced"}, {&inputs, &outputs});
-  return collective(OpType::COALESCED, "mccl:all_gather_into_tensor_coalesced", std::move(agreement), inputs, outputs,
+  std::string record = describeCall({"all_gather_into_tensor_coalesced"},
+                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+  return collective(OpType::COALESCED, "mccl:all_gather_into_tensor_coalesced", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_out = flatViews(host_out);
                       std::vector<at::Tensor> flat_in = flatViews(host_in);
@@ -288,8 +311,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather_into_tensor_coalesce
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
-  std::string agreement = describeCall({"gather", nullptr, opts.rootRank}, {&inputs});
-  return collective(OpType::GATHER, "mccl:gather", std::move(agreement), inputs, flatten(outputs),
+  std::string record = describeCall({"gather", nullptr, opts.rootRank}, {{inputs, Agreed::kShapes}});
+  return collective(OpType::GATHER, "mccl:gather", std::move(record), inputs, flatten(outputs),
                     [this, opts, sizes = listSizes(outputs)](auto& host_in, auto& host_out) {
                       auto lists = regroup(host_out, sizes);
                       return gloo_->gather(lists, host_in, opts);
@@ -299,8 +322,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::scatter(std::vector<at::Tensor>& outputs,
                                                           std::vector<std::vector<at::Tensor>>& inputs,
                                                           const c10d::ScatterOptions& opts) {
-  std::string agreement = describeCall({"scatter", nullptr, opts.rootRank}, {&outputs});
-  return collective(OpType::SCATTER, "mccl:scatter", std::move(agreement), flatten(inputs), outputs,
+  std::string record = describeCall({"scatter", nullptr, opts.rootRank}, {{outputs, Agreed::kShapes}});
+  return collective(OpType::SCATTER, "mccl:scatter", std::move(record), flatten(inputs), outputs,
                     [this, opts, sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
                       auto lists = regroup(host_in, sizes);
                       return gloo_->scatter(host_out, lists, opts);
@@ -311,8 +334,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter(std::vector<at:
                                                                  std::vector<std::vector<at::Tensor>>& inputs,
                                                                  const c10d::ReduceScatterOptions& opts) {
   std::vector<at::Tensor> flat_inputs = flatten(inputs);
-  std::string agreement = describeCall({"reduce_scatter", &opts.reduceOp}, {&flat_inputs, &outputs});
-  return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", std::move(agreement), std::move(flat_inputs),
+  std::string record = describeCall({"reduce_scatter", &opts.reduceOp},
+                                   {{flat_inputs, Agreed::kShapes}, {outputs, Agreed::kShapes}});
+  return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", std::move(record), std::move(flat_inputs),
                     outputs,
                     [this, opts = withHostFactor(opts), sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
                       const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, host_in, /*in_place=*/false);
@@ -325,20 +349,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_reduce_scatter_base(at::Tenso
                                                                        const c10d::ReduceScatterOptions& opts) {
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs{output};
-  std::string agreement = describeCall({"reduce_scatter_tensor", &opts.reduceOp}, {&inputs, &outputs});
-  return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", std::move(agreement), inputs,
+  std::string record = describeCall({"reduce_scatter_tensor", &opts.reduceOp},
+                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+  return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", std::move(record), inputs,
                     outputs, [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_in = flatViews(host_in);
                       const c10d::ReduceScatterOptions gloo_opts = scaledForGloo(opts, flat_in, /*in_place=*/false);
-                      at::Tensor flat_out = host_out[0].view(-1);
-                      return gloo_->_reduce_scatter_base(flat_out, flat_in[0], gloo_opts);
+                      std::vector<at::Tensor> flat_out = flatViews(host_out);
+                      return gloo_->_reduce_scatter_base(flat_out[0], flat_in[0], gloo_opts);
                     });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
-  std::string agreement = describeCall({"reduce_scatter_tensor_coalesced", &opts.reduceOp}, {&inputs, &outputs});
-  return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", std::move(agreement), inputs, outputs,
+  std::string record = describeCall({"reduce_scatter_tensor_coalesced", &opts.reduceOp},
+                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+  return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", std::move(record), inputs, outputs,
                     [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_in = flatViews(host_in);
                       std::vector<at::Tensor> flat_out = flatViews(host_out);
@@ -354,8 +380,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall_base(at::Tensor& outp
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs{output};
   // Each rank chooses its own sizes (the splits).
-  std::string agreement = describeCall({"all_to_all_single", nullptr, -1, /*with_shapes=*/false}, {&inputs, &outputs});
-  return collective(OpType::ALLTOALL_BASE, "mccl:all_to_all_single", std::move(agreement), inputs, outputs,
+  std::string record = describeCall({"all_to_all_single"}, {{inputs, Agreed::kDtypes}, {outputs, Agreed::kDtypes}});
+  return collective(OpType::ALLTOALL_BASE, "mccl:all_to_all_single", std::move(record), inputs, outputs,
                     [this, opts, output_splits, input_splits](auto& host_in, auto& host_out) mutable {
                       return gloo_->alltoall_base(host_out[0], host_in[0], output_splits, input_splits, opts);
                     });
@@ -363,15 +389,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall_base(at::Tensor& outp
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllToAllOptions& opts) {
-  std::string agreement = describeCall({"all_to_all", nullptr, -1, /*with_shapes=*/false}, {&inputs, &outputs});
   TORCH_CHECK_VALUE(inputs.size() == static_cast<size_t>(size_) && outputs.size() == static_cast<size_t>(size_),
                     "mccl: all_to_all takes a tensor per rank (", size_, "), got ", inputs.size(), " inputs and ",
                     outputs.size(), " outputs");
-  return collective(OpType::ALLTOALL, "mccl:all_to_all", std::move(agreement), inputs, outputs,
+  checkOneDtype("all_to_all", inputs, outputs);
+  // Each rank chooses its own sizes.
+  std::string record = describeCall({"all_to_all"}, {{inputs, Agreed::kDtypes}, {outputs, Agreed::kDtypes}});
+  return collective(OpType::ALLTOALL, "mccl:all_to_all", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
-                      return allToAllThroughOneBuffer(*gloo_, host_out, host_in, opts, timeout_);
+                      return c10::make_intrusive<AllToAllThroughOneBuffer>(*gloo_, host_out, host_in, opts);
                     },
-                    CallForm{/*outputs_are_inputs=*/false, /*waits=*/true});
+                    CallForm{/*outputs_are_inputs=*/false, /*ends_in_wait=*/true});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
@@ -401,13 +429,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::barrier(const c10d::BarrierOpt
   }
   return collective(OpType::BARRIER, "mccl:barrier", describeCall({"barrier"}, {}), {}, {}, [this, opts](auto&, auto&) {
     return gloo_->barrier(opts);
-  }, CallForm{/*outputs_are_inputs=*/false, /*waits=*/false, device});
+  }, CallForm{/*outputs_are_inputs=*/false, /*ends_in_wait=*/false, device});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::inPlace(
-    OpType type, const char* title, std::string agreement, std::vector<at::Tensor>& tensors, GlooCall call) {
+    OpType type, const char* title, std::string record, std::vector<at::Tensor>& tensors, GlooCall call) {
   // The call gets the tensors as its inputs and as its outputs.
-  return collective(type, title, std::move(agreement), tensors, tensors, std::move(call),
+  return collective(type, title, std::move(record), tensors, tensors, std::move(call),
                     CallForm{/*outputs_are_inputs=*/true});
 }
 

@@ -62,9 +62,9 @@ using GlooCall = std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Te
 // How an operation's call into gloo is made (collective()).
 struct CallForm {
   bool outputs_are_inputs = false;  // in place
-  // The call waits for its own transfer (to copy its results out): it runs in
-  // a kernel, never as a host task, which would block the caller's thread.
-  bool waits = false;
+  // The call's Work ends only in its wait() (which copies the results out),
+  // with no future to end a host task: a kernel waits for it.
+  bool ends_in_wait = false;
   c10::DeviceIndex barrier_device = -1;  // a barrier has no tensor to tell its device
 };
 
@@ -78,13 +78,17 @@ struct MCCL_HIDDEN MydevOptions final : c10d::Backend::Options {
   explicit MydevOptions(std::chrono::milliseconds timeout) : Options("mccl", timeout) {}
 };
 
-// What every rank's call of a collective must agree on, besides its dtypes
-// and shapes (CollectiveCheck.cpp).
+// What every rank's call of a collective must agree on (CollectiveCheck.cpp):
+// the call, and of its tensors as much as each rank may not choose alone.
 struct AgreedCall {
   const char* name;
   const c10d::ReduceOp* reduction = nullptr;
   int64_t root = -1;
-  bool with_shapes = true;  // false where each rank chooses its own sizes
+};
+enum class Agreed { kDtypes, kCounts, kShapes };  // kCounts: dtypes and element counts
+struct AgreedTensors {
+  const std::vector<at::Tensor>& tensors;
+  Agreed what;
 };
 
 class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
@@ -154,29 +158,28 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
 
  private:
   // Entry points (ProcessGroupMydev.cpp) into the launch (CollectiveLaunch.cpp).
-  // `agreement` is what the check compares across ranks: empty, unchecked.
-  c10::intrusive_ptr<c10d::Work> inPlace(c10d::OpType type, const char* title, std::string agreement,
+  // `record` is what the check compares across ranks: empty, unchecked.
+  c10::intrusive_ptr<c10d::Work> inPlace(c10d::OpType type, const char* title, std::string record,
                                          std::vector<at::Tensor>& tensors, GlooCall call);
-  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* title, std::string agreement,
+  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* title, std::string record,
                                             std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
                                             GlooCall call, CallForm form = {});
 
-  // The check, in CollectiveCheck.cpp: the description of a call (empty if
-  // collectives are not checked), and its comparison across ranks, which
-  // returns the mismatch (null if every rank agrees).
-  std::string describeCall(const AgreedCall& call,
-                           std::initializer_list<const std::vector<at::Tensor>*> tensors) const;
-  std::exception_ptr disagreement(const std::string& agreement);
+  // The check, in CollectiveCheck.cpp: the record of a call (empty if
+  // collectives are not checked), and its exchange with the other ranks',
+  // which returns the mismatch (null if every rank made the same call).
+  std::string describeCall(const AgreedCall& call, std::initializer_list<AgreedTensors> tensors) const;
+  std::exception_ptr compareAcrossRanks(const std::string& record);
 
   // The launch, in CollectiveLaunch.cpp.
   static void settle(const std::vector<c10::intrusive_ptr<CollectiveWork>>& works);
   void launchInOrder(const c10::intrusive_ptr<CollectiveWork>& work, c10d::OpType type, const char* title,
-                     std::string agreement, const MydevStream& stream, const MydevStream& caller,
+                     std::string record, const MydevStream& stream, const MydevStream& caller,
                      const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
                      CallForm form,
                      std::vector<c10::intrusive_ptr<CollectiveWork>>& finished);
   void orderAfterEarlierOperations(c10d::OpType type, const MydevStream& stream);
-  void launchOnStream(const c10::intrusive_ptr<CollectiveWork>& work, const char* title, std::string agreement,
+  void launchOnStream(const c10::intrusive_ptr<CollectiveWork>& work, const char* title, std::string record,
                       const MydevStream& stream, const std::vector<at::Tensor>& inputs,
                       const std::vector<at::Tensor>& outputs, GlooCall call, bool outputs_are_inputs);
   bool startOnHost(const c10::intrusive_ptr<CollectiveWork>& work, c10d::OpType type, const MydevStream& stream,
