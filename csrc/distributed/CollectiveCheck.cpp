@@ -70,7 +70,8 @@ const char* reductionName(const c10d::ReduceOp& op) {
 
 }  // namespace
 
-std::string ProcessGroupMydev::describeCall(const AgreedCall& call, std::initializer_list<AgreedTensors> tensors) const {
+std::string ProcessGroupMydev::describeCall(const AgreedCall& call,
+                                            std::initializer_list<AgreedTensors> tensors) const {
   if (!check_collectives_) {
     return {};
   }

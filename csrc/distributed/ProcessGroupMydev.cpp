@@ -287,7 +287,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_allgather_base(at::Tensor& ou
                                                                   const c10d::AllgatherOptions& opts) {
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs{output};
-  std::string record = describeCall({"all_gather_into_tensor"}, {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+  std::string record =
+      describeCall({"all_gather_into_tensor"}, {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::_ALLGATHER_BASE, "mccl:all_gather_into_tensor", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_out = flatViews(host_out);
