@@ -48,8 +48,10 @@ def checks_collectives(store, group_rank, group_size):
         mine = dist.get_debug_level() == dist.DebugLevel.DETAIL
     else:
         mine = setting.strip().lower() not in ("", "0", "false", "off", "no")
-    store.set(f"mccl_check_collectives/{group_rank}", "1" if mine else "0")
-    settings = [store.get(f"mccl_check_collectives/{rank}").decode() for rank in range(group_size)]
+    # Numbered by creation: a group made again on the same store (a second init_process_group) reuses its name.
+    creation = store.add(f"mccl_check_collectives/{group_rank}/creations", 1)
+    store.set(f"mccl_check_collectives/{creation}/{group_rank}", "1" if mine else "0")
+    settings = [store.get(f"mccl_check_collectives/{creation}/{rank}").decode() for rank in range(group_size)]
     if len(set(settings)) > 1:
         checking = [rank for rank, setting in enumerate(settings) if setting == "1"]
         raise ValueError(f"mccl: ranks {checking} of this group check collectives and the others do not: set "

@@ -187,13 +187,21 @@ class DeviceCache {
     if (!block->stream_uses.empty()) {
       for (const c10::StreamId stream_id : block->stream_uses) {
         MydevEvent event;
-        event.record(MydevStream(c10::Stream(c10::Stream::UNSAFE,
-                                             c10::Device(c10::DeviceType::PrivateUse1, device_), stream_id)));
+        try {
+          event.record(MydevStream(c10::Stream(c10::Stream::UNSAFE,
+                                               c10::Device(c10::DeviceType::PrivateUse1, device_), stream_id)));
+        } catch (const c10::Error&) {
+          // Its stream was destroyed meanwhile (destroyDedicatedStream, on
+          // another thread), which waited for all its work: nothing to wait for.
+          continue;
+        }
         pending_frees_.emplace_back(std::move(event), block);
         ++block->pending_events;
       }
       block->stream_uses.clear();
-      return;
+      if (block->pending_events > 0) {
+        return;
+      }
     }
     completeFree(block, std::move(context));
     if (block->is_small) {

@@ -25,7 +25,11 @@ struct DeviceStreams {
   std::mutex create_mutex;  // also guards the dedicated streams' creation and destruction
   std::array<std::atomic<mydevStream_t>, kPriorityPools * kStreamsPerPool> pool{};
   std::array<std::atomic<uint32_t>, kPriorityPools> next{};
+  // A dedicated stream's id names its slot and the slot's generation (how
+  // many streams the slot held before it), so that an id outliving its
+  // stream never names the slot's next one.
   std::array<std::atomic<mydevStream_t>, kDedicatedStreams> dedicated{};
+  std::array<std::atomic<int64_t>, kDedicatedStreams> dedicated_generation{};  // of the slot's current stream
   std::array<int, kDedicatedStreams> dedicated_priority{};
 };
 
@@ -58,7 +62,9 @@ int poolOf(c10::StreamId id) { return static_cast<int>((id - 1) / kStreamsPerPoo
 
 bool isDedicated(c10::StreamId id) { return id >= kFirstDedicatedId; }
 
-size_t dedicatedSlot(c10::StreamId id) { return static_cast<size_t>(id - kFirstDedicatedId); }
+size_t dedicatedSlot(c10::StreamId id) { return static_cast<size_t>((id - kFirstDedicatedId) % kDedicatedStreams); }
+
+int64_t dedicatedGeneration(c10::StreamId id) { return (id - kFirstDedicatedId) / kDedicatedStreams; }
 
 }  // namespace
 
@@ -66,16 +72,26 @@ MydevStream::MydevStream(c10::Stream stream) : stream_(stream) {
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "Expected a mydev stream, got a stream of ",
               stream.device_type());
   checkDeviceIndex(stream.device_index());
-  TORCH_CHECK(stream.id() >= 0 && stream.id() < kFirstDedicatedId + kDedicatedStreams, "Invalid mydev stream id ",
-              stream.id());
+  TORCH_CHECK(stream.id() >= 0, "Invalid mydev stream id ", stream.id());
+  if (isDedicated(stream.id())) {
+    const auto& streams = *allDeviceStreams().at(static_cast<size_t>(stream.device_index()));
+    const int64_t current = streams.dedicated_generation.at(dedicatedSlot(stream.id())).load();
+    TORCH_CHECK(dedicatedGeneration(stream.id()) < current ||
+                    (dedicatedGeneration(stream.id()) == current &&
+                     streams.dedicated.at(dedicatedSlot(stream.id())).load() != nullptr),
+                "Invalid mydev stream id ", stream.id(), " (no such dedicated stream was created)");
+  }
 }
 
 mydevStream_t MydevStream::handle() const {
   const auto device = device_index();
   auto& streams = *allDeviceStreams().at(static_cast<size_t>(device));
   if (isDedicated(id())) {
-    if (mydevStream_t result = streams.dedicated.at(dedicatedSlot(id())).load(std::memory_order_acquire)) {
-      return result;
+    const size_t slot = dedicatedSlot(id());
+    if (streams.dedicated_generation[slot].load(std::memory_order_acquire) == dedicatedGeneration(id())) {
+      if (mydevStream_t result = streams.dedicated[slot].load(std::memory_order_acquire)) {
+        return result;
+      }
     }
     return getDefaultMydevStream(device).handle();  // destroyed (destroyDedicatedStream)
   }
@@ -156,21 +172,34 @@ MydevStream createDedicatedStream(int priority, c10::DeviceIndex device) {
     mydevStream_t created = nullptr;
     ScopedDevice on_device(device);
     MYDEV_CHECK(mydevStreamCreateWithPriority(&created, priority < 0 ? -1 : 0));
+    // A destroyed slot's generation was moved on by destroyDedicatedStream.
+    const int64_t generation = streams.dedicated_generation[slot].load(std::memory_order_relaxed);
     streams.dedicated_priority[slot] = priority < 0 ? -1 : 0;
     streams.dedicated[slot].store(created, std::memory_order_release);
-    return MydevStream(makeStream(device, kFirstDedicatedId + static_cast<c10::StreamId>(slot)));
+    return MydevStream(makeStream(device, kFirstDedicatedId + generation * kDedicatedStreams +
+                                              static_cast<c10::StreamId>(slot)));
   }
-  TORCH_CHECK(false, "mydev: all ", kDedicatedStreams, " dedicated streams of mydev:", static_cast<int>(device),
-              " are in use (each process group holds one or two per device until it is destroyed)");
+  // Rather than refusing on the one rank that holds the most groups (its
+  // peers would wait for it), a stream that lives with the process.
+  TORCH_WARN_ONCE("mydev: all ", kDedicatedStreams, " dedicated streams of mydev:", static_cast<int>(device),
+                  " are in use; handing out pool streams, whose workers live as long as the process");
+  return getStreamFromPool(priority, device);
 }
 
 void destroyDedicatedStream(const MydevStream& stream) {
-  TORCH_CHECK(isDedicated(stream.id()), "mydev: stream ", stream.id(), " is not a dedicated stream");
+  if (!isDedicated(stream.id())) {
+    return;  // a pool stream createDedicatedStream fell back to
+  }
   auto& streams = *allDeviceStreams().at(static_cast<size_t>(stream.device_index()));
+  const size_t slot = dedicatedSlot(stream.id());
   mydevStream_t handle = nullptr;
   {
     std::lock_guard<std::mutex> lock(streams.create_mutex);
-    handle = streams.dedicated.at(dedicatedSlot(stream.id())).exchange(nullptr);
+    if (streams.dedicated_generation[slot].load(std::memory_order_relaxed) != dedicatedGeneration(stream.id())) {
+      return;  // destroyed already
+    }
+    handle = streams.dedicated[slot].exchange(nullptr);
+    streams.dedicated_generation[slot].fetch_add(1, std::memory_order_release);
   }
   // Outside the lock: the stream's last kernels may create a pool stream.
   if (handle != nullptr) {

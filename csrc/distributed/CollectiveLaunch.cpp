@@ -95,7 +95,6 @@ bool glooFutureCompletes(OpType type) {
     case OpType::_ALLGATHER_BASE:
     case OpType::GATHER:
     case OpType::SCATTER:
-    case OpType::ALLTOALL:
     case OpType::ALLTOALL_BASE:
     case OpType::BARRIER:
       return true;
@@ -469,8 +468,6 @@ MydevStream ProcessGroupMydev::streamFor(c10::DeviceIndex device, bool for_sends
   auto found = streams.find(device);
   if (found == streams.end()) {
     found = streams.emplace(device, createDedicatedStream(/*priority=*/-1, device)).first;
-    // The stream's worker starts here, not on mccl's thread, whose name it would inherit.
-    found->second.handle();
   }
   return found->second;
 }

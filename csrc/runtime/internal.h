@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +54,12 @@ struct Device {
   std::shared_ptr<mydevStream> default_stream;
   std::mutex streams_mutex;
   std::vector<std::shared_ptr<mydevStream>> streams;  // live streams, default included
+  // The latest destroyed streams, kept: a handle used just after its stream
+  // was destroyed (by a thread racing the destroying one) then finds a
+  // stream that is not live and gets an error, not freed memory. Each keeps
+  // its launch queue (~130 KiB), so only kKeptDestroyedStreams are kept.
+  static constexpr size_t kKeptDestroyedStreams = 64;
+  std::deque<std::shared_ptr<mydevStream>> destroyed_streams;
 };
 
 struct Runtime {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <system_error>
 
 #include <pthread.h>
@@ -409,12 +410,15 @@ mydevError_t mydevStreamDestroy(mydevStream_t handle) {
                      stream->device);
   }
   stream->stop();
-  // Events recorded on the stream may still hold it; the last owner frees it.
   Device& owner = device(stream->device);
   std::lock_guard<std::mutex> lock(owner.streams_mutex);
-  owner.streams.erase(std::remove_if(owner.streams.begin(), owner.streams.end(),
-                                     [&](const std::shared_ptr<mydevStream>& s) { return s.get() == stream; }),
-                      owner.streams.end());
+  auto destroyed = std::stable_partition(owner.streams.begin(), owner.streams.end(),
+                                         [&](const std::shared_ptr<mydevStream>& s) { return s.get() != stream; });
+  std::move(destroyed, owner.streams.end(), std::back_inserter(owner.destroyed_streams));
+  owner.streams.erase(destroyed, owner.streams.end());
+  while (owner.destroyed_streams.size() > Device::kKeptDestroyedStreams) {
+    owner.destroyed_streams.pop_front();
+  }
   return mydevSuccess;
 }
 
