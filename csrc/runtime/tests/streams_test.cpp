@@ -51,6 +51,23 @@ TEST(stream_runs_kernels_in_order) {
   CHECK_OK(mydevStreamDestroy(stream));
 }
 
+TEST(a_destroyed_stream_is_refused_not_freed) {
+  mydevStream_t stream = nullptr;
+  CHECK_OK(mydevStreamCreate(&stream));
+  bool ran = false;
+  CHECK_OK(launch("before_destroy", [&ran] { ran = true; }, stream));
+  CHECK_OK(mydevStreamDestroy(stream));
+  CHECK(ran);  // destroying waited for the stream's work
+  // A thread that still holds the handle gets an error (the address sanitizer
+  // would report freed memory here).
+  CHECK_ERR(mydevStreamQuery(stream), mydevErrorInvalidResourceHandle);
+  mydevEvent_t event = nullptr;
+  CHECK_OK(mydevEventCreateWithFlags(&event, mydevEventDefault));
+  CHECK_ERR(mydevEventRecord(event, stream), mydevErrorInvalidResourceHandle);
+  CHECK_OK(mydevEventDestroy(event));
+  CHECK_ERR(mydevStreamDestroy(stream), mydevErrorInvalidResourceHandle);
+}
+
 TEST(full_stream_blocks_the_launch_until_a_task_finishes) {
   mydevStream_t stream = nullptr;
   CHECK_OK(mydevStreamCreate(&stream));
