@@ -187,12 +187,16 @@ class DeviceCache {
     if (!block->stream_uses.empty()) {
       for (const c10::StreamId stream_id : block->stream_uses) {
         MydevEvent event;
+        const MydevStream stream(
+            c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device_), stream_id));
         try {
-          event.record(MydevStream(c10::Stream(c10::Stream::UNSAFE,
-                                               c10::Device(c10::DeviceType::PrivateUse1, device_), stream_id)));
+          event.record(stream);
         } catch (const c10::Error&) {
-          // Its stream was destroyed meanwhile (destroyDedicatedStream, on
-          // another thread), which waited for all its work: nothing to wait for.
+          // Destroyed meanwhile, on another thread, after its work was done:
+          // nothing to wait for. Any other failure is the caller's.
+          if (!isDestroyedDedicatedStream(stream)) {
+            throw;
+          }
           continue;
         }
         pending_frees_.emplace_back(std::move(event), block);

@@ -74,12 +74,16 @@ MydevStream::MydevStream(c10::Stream stream) : stream_(stream) {
   checkDeviceIndex(stream.device_index());
   TORCH_CHECK(stream.id() >= 0, "Invalid mydev stream id ", stream.id());
   if (isDedicated(stream.id())) {
+    // The slot's generation is read again after its stream: a destruction
+    // in between leaves the stream null and the generation moved on.
     const auto& streams = *allDeviceStreams().at(static_cast<size_t>(stream.device_index()));
-    const int64_t current = streams.dedicated_generation.at(dedicatedSlot(stream.id())).load();
-    TORCH_CHECK(dedicatedGeneration(stream.id()) < current ||
-                    (dedicatedGeneration(stream.id()) == current &&
-                     streams.dedicated.at(dedicatedSlot(stream.id())).load() != nullptr),
-                "Invalid mydev stream id ", stream.id(), " (no such dedicated stream was created)");
+    const size_t slot = dedicatedSlot(stream.id());
+    const int64_t generation = dedicatedGeneration(stream.id());
+    const bool created = generation < streams.dedicated_generation[slot].load() ||
+                         (generation == streams.dedicated_generation[slot].load() &&
+                          (streams.dedicated[slot].load() != nullptr ||
+                           generation < streams.dedicated_generation[slot].load()));
+    TORCH_CHECK(created, "Invalid mydev stream id ", stream.id(), " (no such dedicated stream was created)");
   }
 }
 
@@ -87,9 +91,14 @@ mydevStream_t MydevStream::handle() const {
   const auto device = device_index();
   auto& streams = *allDeviceStreams().at(static_cast<size_t>(device));
   if (isDedicated(id())) {
+    // Read as a sequence lock: the stream counts only if the slot's
+    // generation is the id's before and after it (a destruction and a new
+    // stream in between would hand out the slot's next stream).
     const size_t slot = dedicatedSlot(id());
-    if (streams.dedicated_generation[slot].load(std::memory_order_acquire) == dedicatedGeneration(id())) {
-      if (mydevStream_t result = streams.dedicated[slot].load(std::memory_order_acquire)) {
+    const int64_t generation = dedicatedGeneration(id());
+    if (streams.dedicated_generation[slot].load(std::memory_order_acquire) == generation) {
+      mydevStream_t result = streams.dedicated[slot].load(std::memory_order_acquire);
+      if (result != nullptr && streams.dedicated_generation[slot].load(std::memory_order_acquire) == generation) {
         return result;
       }
     }
@@ -179,17 +188,18 @@ MydevStream createDedicatedStream(int priority, c10::DeviceIndex device) {
     return MydevStream(makeStream(device, kFirstDedicatedId + generation * kDedicatedStreams +
                                               static_cast<c10::StreamId>(slot)));
   }
-  // Rather than refusing on the one rank that holds the most groups (its
-  // peers would wait for it), a stream that lives with the process.
-  TORCH_WARN_ONCE("mydev: all ", kDedicatedStreams, " dedicated streams of mydev:", static_cast<int>(device),
-                  " are in use; handing out pool streams, whose workers live as long as the process");
-  return getStreamFromPool(priority, device);
+  // Not a pool stream instead: a collective holds its stream's worker until
+  // its peers arrive, so two groups sharing one could wait for each other.
+  TORCH_CHECK(false, "mydev: all ", kDedicatedStreams, " dedicated streams of mydev:", static_cast<int>(device),
+              " are in use (each process group holds one or two per device it uses until it is destroyed)");
 }
 
 void destroyDedicatedStream(const MydevStream& stream) {
-  if (!isDedicated(stream.id())) {
-    return;  // a pool stream createDedicatedStream fell back to
-  }
+  TORCH_CHECK(isDedicated(stream.id()), "mydev: stream ", stream.id(), " is not a dedicated stream");
+  // Idle before its id is retired, so that a retired id means a stream with
+  // nothing left to wait for. Outside the lock: its last kernels may create
+  // a pool stream.
+  stream.synchronize();
   auto& streams = *allDeviceStreams().at(static_cast<size_t>(stream.device_index()));
   const size_t slot = dedicatedSlot(stream.id());
   mydevStream_t handle = nullptr;
@@ -201,10 +211,17 @@ void destroyDedicatedStream(const MydevStream& stream) {
     handle = streams.dedicated[slot].exchange(nullptr);
     streams.dedicated_generation[slot].fetch_add(1, std::memory_order_release);
   }
-  // Outside the lock: the stream's last kernels may create a pool stream.
   if (handle != nullptr) {
     MYDEV_CHECK(mydevStreamDestroy(handle));
   }
+}
+
+bool isDestroyedDedicatedStream(const MydevStream& stream) {
+  if (!isDedicated(stream.id())) {
+    return false;
+  }
+  const auto& streams = *allDeviceStreams().at(static_cast<size_t>(stream.device_index()));
+  return streams.dedicated_generation[dedicatedSlot(stream.id())].load() > dedicatedGeneration(stream.id());
 }
 
 }  // namespace torch_mydev

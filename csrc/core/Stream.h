@@ -14,7 +14,7 @@
 namespace torch_mydev {
 
 constexpr int kStreamsPerPool = 32;
-constexpr int kDedicatedStreams = 64;  // per device, in use at once (more fall back to pool streams)
+constexpr int kDedicatedStreams = 1024;  // per device, in use at once
 
 class MydevStream {
  public:
@@ -44,13 +44,16 @@ MydevStream getStreamFromPool(int priority, c10::DeviceIndex device = -1);
 void setCurrentMydevStream(MydevStream stream);
 
 // A stream no one else is handed, for an owner that must leave no thread
-// behind when it is done (mccl's comm streams: destroy_process_group). With
-// all kDedicatedStreams in use, a pool stream instead.
+// behind when it is done (mccl's comm streams: destroy_process_group).
+// Refused with all kDedicatedStreams of the device in use.
 MydevStream createDedicatedStream(int priority, c10::DeviceIndex device);
-// Waits for the stream's work and ends its worker (nothing for a pool
-// stream). Later uses of its id (an event the caching allocator records for
-// memory the stream used) land on the device's default stream, which orders
-// them no earlier; no later stream gets the same id.
+// Waits for the stream's work, then ends its worker. Later uses of its id (an
+// event the caching allocator records for memory the stream used) land on
+// the device's default stream, which orders them no earlier; no later stream
+// gets the same id.
 void destroyDedicatedStream(const MydevStream& stream);
+// Whether `stream` is a dedicated stream that was destroyed: what a thread
+// racing its destruction may find it to be when the runtime refuses it.
+bool isDestroyedDedicatedStream(const MydevStream& stream);
 
 }  // namespace torch_mydev

@@ -57,8 +57,9 @@ struct Device {
   // The latest destroyed streams, kept: a handle used just after its stream
   // was destroyed (by a thread racing the destroying one) then finds a
   // stream that is not live and gets an error, not freed memory. Each keeps
-  // its launch queue (~130 KiB), so only kKeptDestroyedStreams are kept.
-  static constexpr size_t kKeptDestroyedStreams = 64;
+  // its launch queue, names and argument ring (up to ~720 KiB), so only the
+  // last kKeptDestroyedStreams are kept.
+  static constexpr size_t kKeptDestroyedStreams = 8;
   std::deque<std::shared_ptr<mydevStream>> destroyed_streams;
 };
 
