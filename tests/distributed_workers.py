@@ -531,6 +531,36 @@ def dead_peer(rank, world_size, init_file):
     os._exit(0)
 
 
+def abort_during_a_receive(rank, world_size, init_file):
+    """Rank 0 receives from rank 1, which never sends, and queues an all_reduce behind it; then aborts. The abort
+    must end the receive at once (the group's timeout is 60 s), and both Works fail with the abort; rank 0 writes
+    the abort's seconds and the two messages to <init_file>.rank0. Rank 1 waits for it, then leaves."""
+    device = init(rank, world_size, init_file, backend="mccl", timeout_s=60)
+    aborted = f"{init_file}.aborted"
+    if rank == 1:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(aborted) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        dist.destroy_process_group()
+        return
+    received = torch.zeros(4, device=device)
+    receive = dist.irecv(received, src=1)
+    queued = dist.all_reduce(torch.ones(4, device=device), async_op=True)
+    time.sleep(0.5)  # the receive is inside gloo by now, waiting for its peer
+    start = time.monotonic()
+    dist.distributed_c10d._abort_process_group()
+    lines = [f"{time.monotonic() - start:.2f}"]
+    for work in (receive, queued):
+        try:
+            work.wait()
+            lines.append("no error")
+        except Exception as error:  # noqa: BLE001  (the message is what the test checks)
+            lines.append(f"{type(error).__name__}: {str(error).splitlines()[0]}")  # without c10's backtrace
+    with open(f"{init_file}.rank{rank}", "w") as file:
+        file.write("\n".join(lines))
+    open(aborted, "w").close()
+
+
 def fsdp2_training(rank, world_size, init_file, result_file):
     """FSDP2 (fully_shard) over mccl: parameters sharded across the ranks, gathered for each layer's compute (with
     its prefetch streams), gradients reduce-scattered; the result equals single-process training."""

@@ -123,6 +123,12 @@ class TestFailures(TestCase):
         self.assertTrue(second.endswith("[0.0 s]"), second)
         self.assertIn("future: mccl: the group is unusable after an earlier collective failed", future)
 
+    def test_abort_ends_a_receive_waiting_for_its_peer_at_once(self):
+        took, receive, queued = run_ranks(distributed_workers.abort_during_a_receive, 2)[0].split("\n")
+        self.assertLess(float(took), 10)  # the group's timeout: 60 s
+        self.assertRegex(receive, "^DistBackendError: mccl: the process group was shut down or aborted")
+        self.assertRegex(queued, "^DistBackendError: mccl: .*shut down or aborted")
+
     def test_every_mismatch_is_reported_on_every_rank_when_checked(self):
         cases = ["shape", "dtype", "reduction", "collective", "root"]
         messages = run_ranks(distributed_workers.mismatched_collectives, 2, cases, env={"MCCL_CHECK_COLLECTIVES": "1"})

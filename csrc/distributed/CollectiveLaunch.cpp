@@ -284,9 +284,16 @@ void ProcessGroupMydev::launchOnStream(
                      transfer = call(gloo_in, gloo_out);
                      refused = false;
                      TORCH_CHECK(transfer, "mccl: gloo returned no Work");
-                     transfer->wait(timeout_);
+                     work->holdTransfer(transfer);
+                     // An aborted send or receive returns false, having moved nothing.
+                     const bool moved = transfer->wait(timeout_);
+                     work->holdTransfer(nullptr);
+                     if (!moved) {
+                       std::rethrow_exception(shutDownError());
+                     }
                      copyBack(gloo_out, outputs_are_inputs ? host_in : host_out);
                    } catch (...) {
+                     work->holdTransfer(nullptr);
                      failure = std::current_exception();
                      if (!refused) {
                        breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));

@@ -133,6 +133,39 @@ class CollectiveWork final : public c10d::Work {
   // Recorded on the stream right after the operation's kernel.
   void recordEnd() { end_.record(stream_); }
 
+  // Gloo's Work for the operation while its kernel waits for it (null once
+  // the wait is over), so that abort() can end a send or a receive that
+  // would otherwise wait for its peer until the timeout (gloo of torch 2.13
+  // can abort only those). A transfer handed over after abortTransfer() is
+  // aborted at once.
+  void holdTransfer(c10::intrusive_ptr<c10d::Work> transfer) {
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      transfer_ = std::move(transfer);
+      if (!aborting_ || !transfer_) {
+        return;
+      }
+    }
+    abortTransfer();
+  }
+
+  void abortTransfer() {
+    c10::intrusive_ptr<c10d::Work> transfer;
+    {
+      std::lock_guard<std::mutex> lock(state_mutex_);
+      aborting_ = true;
+      transfer = transfer_;
+    }
+    if (!transfer) {
+      return;
+    }
+    try {
+      transfer->abort();
+    } catch (const std::exception&) {
+      // A collective's Work, which gloo cannot abort: it ends by itself or at the timeout.
+    }
+  }
+
   const MydevStream& stream() const { return stream_; }
 
   bool profiled() const { return profiled_; }
@@ -222,6 +255,8 @@ class CollectiveWork final : public c10d::Work {
   MydevEvent end_{mydevEventBlockingSync};
   mutable std::mutex state_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // guarded by state_mutex_; set once
+  c10::intrusive_ptr<c10d::Work> transfer_;          // guarded by state_mutex_
+  bool aborting_ = false;                            // guarded by state_mutex_
   std::condition_variable ended_cv_;
   bool ended_ = false;
   std::exception_ptr error_;

@@ -176,14 +176,25 @@ void ProcessGroupMydev::shutdown() {
 }
 
 // As shutdown, but the queued operations that have not reached gloo fail at
-// once instead of waiting for peers that may be gone. Gloo of torch 2.13 has
-// no abort of its own: one already inside gloo still runs to its timeout.
+// once instead of waiting for peers that may be gone, and so does a send or
+// receive waiting inside gloo. Gloo of torch 2.13 can abort nothing else: a
+// collective already inside gloo still runs to its timeout.
 void ProcessGroupMydev::abort() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!broken_) {
       broken_ = shutDownError();
     }
+  }
+  // A send or receive waiting for its peer ends now, not at the timeout;
+  // stopThreads then waits for the rest.
+  std::vector<c10::intrusive_ptr<CollectiveWork>> in_flight;
+  {
+    std::lock_guard<std::mutex> lock(launch_mutex_);
+    in_flight = in_flight_;
+  }
+  for (const c10::intrusive_ptr<CollectiveWork>& work : in_flight) {
+    work->abortTransfer();
   }
   stopThreads();
   gloo_->abort();
