@@ -167,6 +167,8 @@ def main():
     parser.add_argument("--groups", type=int, default=3, help="process groups per contender in each run")
     parser.add_argument("--check", action="store_true", help="mccl checks each collective across ranks first")
     args = parser.parse_args()
+    if args.groups < 1 or args.runs < 1:
+        parser.error("--groups and --runs take at least 1")
     os.environ["MCCL_CHECK_COLLECTIVES"] = "1" if args.check else "0"
 
     print(f"all_reduce on {args.ranks} ranks{', mccl checking each collective' if args.check else ''}, {args.runs} "

@@ -532,21 +532,23 @@ def dead_peer(rank, world_size, init_file):
 
 
 def abort_during_a_receive(rank, world_size, init_file):
-    """Rank 0 receives from rank 1, which never sends, and queues an all_reduce behind it; then aborts. The abort
-    must end the receive at once (the group's timeout is 60 s), and both Works fail with the abort; rank 0 writes
-    the abort's seconds and the two messages to <init_file>.rank0. Rank 1 waits for it, then leaves."""
+    """Rank 0 receives from rank 1, which does not send yet, and queues an all_reduce behind it; then aborts. The
+    abort must end the receive at once (the group's timeout is 60 s), and both Works fail with the abort. Rank 1 then
+    sends after all, into the aborted receive's buffer, which rank 0 must survive. Rank 0 writes the abort's seconds,
+    the two messages and what became of the late send to <init_file>.rank0."""
     device = init(rank, world_size, init_file, backend="mccl", timeout_s=60)
-    aborted = f"{init_file}.aborted"
+    aborted, sent = f"{init_file}.aborted", f"{init_file}.sent"
     if rank == 1:
-        deadline = time.monotonic() + 120
-        while not os.path.exists(aborted) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_file(aborted)
+        dist.send(torch.full((4,), 7.0, device=device), dst=0)
+        open(sent, "w").close()
         dist.destroy_process_group()
         return
+    backend = dist.group.WORLD._get_backend(device)  # gloo's connections stay open while this lives
     received = torch.zeros(4, device=device)
     receive = dist.irecv(received, src=1)
     queued = dist.all_reduce(torch.ones(4, device=device), async_op=True)
-    time.sleep(0.5)  # the receive is inside gloo by now, waiting for its peer
+    time.sleep(2)  # the receive is inside gloo by now (its comm stream started first), waiting for its peer
     start = time.monotonic()
     dist.distributed_c10d._abort_process_group()
     lines = [f"{time.monotonic() - start:.2f}"]
@@ -556,9 +558,19 @@ def abort_during_a_receive(rank, world_size, init_file):
             lines.append("no error")
         except Exception as error:  # noqa: BLE001  (the message is what the test checks)
             lines.append(f"{type(error).__name__}: {str(error).splitlines()[0]}")  # without c10's backtrace
+    open(aborted, "w").close()
+    wait_for_file(sent)
+    time.sleep(0.5)  # for gloo's thread to take the late message in
+    lines.append(f"late send delivered, process alive, backend {backend.name()}")
     with open(f"{init_file}.rank{rank}", "w") as file:
         file.write("\n".join(lines))
-    open(aborted, "w").close()
+
+
+def wait_for_file(path, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"{path} did not appear within {seconds} s"
+        time.sleep(0.05)
 
 
 def fsdp2_training(rank, world_size, init_file, result_file):
@@ -654,7 +666,8 @@ def two_dimensional_mesh(rank, world_size, init_file):
 
 
 def tensor_of_each_collective(rank, device):
-    """Every rank's part in all_reduce(SUM) of ones(4), but for one way in which the ranks disagree."""
+    """Every rank's part in all_reduce(SUM) of ones(4) (all_gather for "refused"), but for one way in which the ranks
+    disagree."""
     ones = torch.ones(4, device=device)
     return {
         "shape": lambda: dist.all_reduce(torch.ones(4 + 4 * rank, device=device)),
@@ -662,6 +675,9 @@ def tensor_of_each_collective(rank, device):
         "reduction": lambda: dist.all_reduce(ones, op=dist.ReduceOp.MAX if rank % 2 else dist.ReduceOp.SUM),
         "collective": lambda: dist.broadcast(ones, src=0) if rank % 2 else dist.all_reduce(ones),
         "root": lambda: dist.broadcast(ones, src=rank % 2),
+        # Odd ranks refuse at the call: their input is not the size of their own output entry.
+        "refused": lambda: dist.all_gather([torch.zeros(4, device=device) for _ in range(dist.get_world_size())],
+                                           torch.ones(4 + 4 * (rank % 2), device=device)),
     }
 
 
@@ -675,7 +691,7 @@ def mismatched_collectives(rank, world_size, init_file, cases):
         try:
             calls[case]()
             messages.append("no error")
-        except RuntimeError as error:
+        except (RuntimeError, ValueError) as error:
             messages.append(str(error).replace("\n", " "))
     tensor = torch.full((3,), float(rank + 1), device=device)
     dist.all_reduce(tensor)

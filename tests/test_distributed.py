@@ -123,11 +123,12 @@ class TestFailures(TestCase):
         self.assertTrue(second.endswith("[0.0 s]"), second)
         self.assertIn("future: mccl: the group is unusable after an earlier collective failed", future)
 
-    def test_abort_ends_a_receive_waiting_for_its_peer_at_once(self):
-        took, receive, queued = run_ranks(distributed_workers.abort_during_a_receive, 2)[0].split("\n")
+    def test_abort_ends_a_receive_waiting_for_its_peer_at_once_and_survives_a_late_send(self):
+        took, receive, queued, late = run_ranks(distributed_workers.abort_during_a_receive, 2)[0].split("\n")
         self.assertLess(float(took), 10)  # the group's timeout: 60 s
         self.assertRegex(receive, "^DistBackendError: mccl: the process group was shut down or aborted")
         self.assertRegex(queued, "^DistBackendError: mccl: .*shut down or aborted")
+        self.assertEqual(late, "late send delivered, process alive, backend mccl")
 
     def test_every_mismatch_is_reported_on_every_rank_when_checked(self):
         cases = ["shape", "dtype", "reduction", "collective", "root"]
@@ -142,6 +143,15 @@ class TestFailures(TestCase):
                 first, second = calls[case]
                 self.assertRegex(line, rf"mccl: the ranks called different collectives \(rank 0: #\d+ "
                                        rf"{re.escape(first)}; rank 1: #\d+ {re.escape(second)}\); no rank ran it")
+
+    def test_a_call_one_rank_refuses_is_reported_and_keeps_the_ranks_in_step_when_checked(self):
+        # The worker's all_reduce after the refused all_gather checks that the ranks are still in step.
+        first, second = run_ranks(distributed_workers.mismatched_collectives, 2, ["refused"],
+                                  env={"MCCL_CHECK_COLLECTIVES": "1"})
+        call = re.escape("all_gather() of Float, Float[4], Float[4]")
+        self.assertRegex(first, rf"mccl: the ranks called different collectives \(rank 0: #\d+ {call}; rank 1: #\d+ "
+                                rf"{call}, refused at the call\); no rank ran it")
+        self.assertIn("mccl: all_gather's input has 8 elements, but its output for rank 1 has 4", second)
 
     def test_every_collective_of_matching_ranks_passes_the_check(self):
         run_ranks(distributed_workers.collectives, 2, env={"MCCL_CHECK_COLLECTIVES": "1"})

@@ -17,11 +17,15 @@
 // exchange cannot mismatch; if any differ (by a hash of the whole call),
 // every rank sees all of them, skips the collective, and its Work fails with
 // a message naming each rank's call (cut at ~500 characters a rank). Having
-// skipped it alike, the ranks stay paired: the group stays usable. The cost
-// is one more latency-bound exchange per collective
+// skipped it alike, the ranks stay paired: the group stays usable. A call
+// that one rank refuses at the call (bad arguments) takes its place in the
+// check all the same, as a refusal (CallRecord), so the ranks stay paired
+// after it too. The cost is one more latency-bound exchange per collective
 // (benchmarks/distributed_vs_gloo.py --check). Every rank of a group must
 // check, or none: the creator agrees on it through the store.
 #include "ProcessGroupMydev.h"
+
+#include "../core/Device.h"
 
 #include <algorithm>
 #include <cstring>
@@ -70,8 +74,7 @@ const char* reductionName(const c10d::ReduceOp& op) {
 
 }  // namespace
 
-std::string ProcessGroupMydev::describeCall(const AgreedCall& call,
-                                            std::initializer_list<AgreedTensors> tensors) const {
+CallRecord ProcessGroupMydev::describeCall(const AgreedCall& call, std::initializer_list<AgreedTensors> tensors) {
   if (!check_collectives_) {
     return {};
   }
@@ -98,7 +101,37 @@ std::string ProcessGroupMydev::describeCall(const AgreedCall& call,
       separator = ", ";
     }
   }
-  return text.str();
+  return CallRecord(this, text.str());
+}
+
+CallRecord::~CallRecord() {
+  if (group_ != nullptr && !text_.empty()) {
+    group_->takePlaceOfRefusedCall(std::move(text_));
+  }
+}
+
+// The refused call's place in the check: an operation that only compares,
+// with the refusal in its record, on the device the group last used (as a
+// barrier guesses it). If every rank refused the same call, the records
+// agree and nothing more happens.
+void ProcessGroupMydev::takePlaceOfRefusedCall(std::string record) noexcept {
+  try {
+    c10::DeviceIndex device = last_device_.load();
+    if (device < 0) {
+      device = currentDevice();
+    }
+    (void)collective(c10d::OpType::BARRIER, "mccl:refused_call", CallRecord(nullptr, record + ", refused at the call"), {},
+                     {},
+                     [](auto&, auto&) {
+                       auto nothing_moved = c10::make_intrusive<c10::ivalue::Future>(c10::NoneType::get());
+                       nothing_moved->markCompleted();
+                       return c10d::Work::create_from_future(nothing_moved);
+                     },
+                     CallForm{/*outputs_are_inputs=*/false, /*ends_in_wait=*/false, device});
+  } catch (const std::exception& error) {
+    TORCH_WARN("mccl: a refused call could not take its place in the check, so this rank is one collective behind "
+               "the others: ", error.what());
+  }
 }
 
 std::exception_ptr ProcessGroupMydev::compareAcrossRanks(const std::string& record) {

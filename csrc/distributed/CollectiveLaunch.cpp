@@ -106,7 +106,7 @@ bool glooFutureCompletes(OpType type) {
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
-    OpType type, const char* title, std::string record, std::vector<at::Tensor> inputs,
+    OpType type, const char* title, CallRecord record, std::vector<at::Tensor> inputs,
     std::vector<at::Tensor> outputs, GlooCall call, CallForm form) {
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), outputs.begin(), outputs.end());
@@ -121,7 +121,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
   // lock, on this thread (releasing a tensor may need the GIL).
   std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
   try {
-    launchInOrder(work, type, title, std::move(record), stream, caller, inputs, outputs, std::move(call), form,
+    launchInOrder(work, type, title, record, stream, caller, inputs, outputs, std::move(call), form,
                   finished);
   } catch (...) {
     settle(finished);
@@ -141,7 +141,7 @@ void ProcessGroupMydev::settle(const std::vector<c10::intrusive_ptr<CollectiveWo
 // the order the collectives were issued, as gloo's tags need, even when
 // several threads issue them.
 void ProcessGroupMydev::launchInOrder(
-    const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title, std::string record,
+    const c10::intrusive_ptr<CollectiveWork>& work, OpType type, const char* title, CallRecord& call_record,
     const MydevStream& stream, const MydevStream& caller, const std::vector<at::Tensor>& inputs,
     const std::vector<at::Tensor>& outputs, GlooCall call, CallForm form,
     std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
@@ -149,12 +149,14 @@ void ProcessGroupMydev::launchInOrder(
   const bool is_send = type == OpType::SEND;
   std::lock_guard<std::mutex> launch_lock(launch_mutex_);
   if (closed_) {
+    (void)call_record.take();  // not refused: every later call fails alike
     work->endedOnHost(shutDownError());
     return;
   }
   // Ended here, not by a kernel that would find the group broken: a future
   // taken right after the launch (DDP's) then carries the failure.
   if (std::exception_ptr broken = brokenError()) {
+    (void)call_record.take();
     work->endedOnHost(broken);
     return;
   }
@@ -179,6 +181,8 @@ void ProcessGroupMydev::launchInOrder(
       }
     }
   }
+  // From here on a failure breaks the group instead of refusing the call.
+  std::string record = call_record.take();
   // Held before the launch: the kernel has the Work by pointer.
   in_flight_.push_back(work);
   try {
@@ -285,15 +289,16 @@ void ProcessGroupMydev::launchOnStream(
                      refused = false;
                      TORCH_CHECK(transfer, "mccl: gloo returned no Work");
                      work->holdTransfer(transfer);
-                     // An aborted send or receive returns false, having moved nothing.
-                     const bool moved = transfer->wait(timeout_);
-                     work->holdTransfer(nullptr);
-                     if (!moved) {
+                     // An aborted send or receive returns false. Its peer may
+                     // still deliver into gloo's buffer, which gloo's
+                     // connections reach only by a weak pointer: the Work,
+                     // which the broken group keeps, keeps the buffer.
+                     if (!transfer->wait(timeout_)) {
                        std::rethrow_exception(shutDownError());
                      }
+                     work->holdTransfer(nullptr);
                      copyBack(gloo_out, outputs_are_inputs ? host_in : host_out);
                    } catch (...) {
-                     work->holdTransfer(nullptr);
                      failure = std::current_exception();
                      if (!refused) {
                        breakGroup(failure, c10::intrusive_ptr<CollectiveWork>::reclaim_copy(work));

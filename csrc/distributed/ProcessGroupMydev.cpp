@@ -12,6 +12,7 @@
 #include <pybind11/chrono.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace py = pybind11;
 
@@ -180,6 +181,12 @@ void ProcessGroupMydev::shutdown() {
 // receive waiting inside gloo. Gloo of torch 2.13 can abort nothing else: a
 // collective already inside gloo still runs to its timeout.
 void ProcessGroupMydev::abort() {
+  // A launch holding launch_mutex_ (taken below) may need the GIL to release
+  // a tensor.
+  std::optional<py::gil_scoped_release> without_gil;
+  if (Py_IsInitialized() && PyGILState_Check() != 0) {
+    without_gil.emplace();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!broken_) {
@@ -225,7 +232,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupMydev::split(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::broadcast(std::vector<at::Tensor>& tensors,
                                                             const c10d::BroadcastOptions& opts) {
-  std::string record = describeCall({"broadcast", nullptr, opts.rootRank}, {{tensors, Agreed::kShapes}});
+  CallRecord record = describeCall({"broadcast", nullptr, opts.rootRank}, {{tensors, Agreed::kShapes}});
   return inPlace(OpType::BROADCAST, "mccl:broadcast", std::move(record), tensors, [this, opts](auto& host, auto&) {
     return gloo_->broadcast(host, opts);
   });
@@ -233,7 +240,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::broadcast(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
-  std::string record = describeCall({"all_reduce", &opts.reduceOp}, {{tensors, Agreed::kShapes}});
+  CallRecord record = describeCall({"all_reduce", &opts.reduceOp}, {{tensors, Agreed::kShapes}});
   return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->allreduce(host, scaledForGloo(opts, host, /*in_place=*/true));
@@ -242,7 +249,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                       const c10d::AllreduceCoalescedOptions& opts) {
-  std::string record = describeCall({"all_reduce_coalesced", &opts.reduceOp}, {{tensors, Agreed::kShapes}});
+  CallRecord record = describeCall({"all_reduce_coalesced", &opts.reduceOp}, {{tensors, Agreed::kShapes}});
   return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->allreduce_coalesced(host, scaledForGloo(opts, host, /*in_place=*/true));
@@ -251,7 +258,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce_coalesced(std::vecto
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce(
     std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
-  std::string record = describeCall({"reduce", &opts.reduceOp, opts.rootRank}, {{tensors, Agreed::kShapes}});
+  CallRecord record = describeCall({"reduce", &opts.reduceOp, opts.rootRank}, {{tensors, Agreed::kShapes}});
   return inPlace(OpType::REDUCE, "mccl:reduce", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->reduce(host, scaledForGloo(opts, host, /*in_place=*/true));
@@ -263,7 +270,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather(std::vector<std::vec
                                                             const c10d::AllgatherOptions& opts) {
   std::vector<at::Tensor> flat_outputs = flatten(outputs);
   // Every rank gives the same outputs, its input's size among them.
-  std::string record = describeCall({"all_gather"}, {{inputs, Agreed::kDtypes}, {flat_outputs, Agreed::kShapes}});
+  CallRecord record = describeCall({"all_gather"}, {{inputs, Agreed::kDtypes}, {flat_outputs, Agreed::kShapes}});
   const bool one_input = inputs.size() == 1 && outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_);
   if (one_input) {
     TORCH_CHECK_VALUE(inputs[0].numel() == outputs[0][rank_].numel(), "mccl: all_gather's input has ",
@@ -298,7 +305,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_allgather_base(at::Tensor& ou
                                                                   const c10d::AllgatherOptions& opts) {
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs{output};
-  std::string record =
+  CallRecord record =
       describeCall({"all_gather_into_tensor"}, {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::_ALLGATHER_BASE, "mccl:all_gather_into_tensor", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
@@ -311,7 +318,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_allgather_base(at::Tensor& ou
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                                   std::vector<at::Tensor>& inputs,
                                                                                   const c10d::AllgatherOptions& opts) {
-  std::string record = describeCall({"all_gather_into_tensor_coalesced"},
+  CallRecord record = describeCall({"all_gather_into_tensor_coalesced"},
                                    {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::COALESCED, "mccl:all_gather_into_tensor_coalesced", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
@@ -323,7 +330,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather_into_tensor_coalesce
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
-  std::string record = describeCall({"gather", nullptr, opts.rootRank}, {{inputs, Agreed::kShapes}});
+  CallRecord record = describeCall({"gather", nullptr, opts.rootRank}, {{inputs, Agreed::kShapes}});
   return collective(OpType::GATHER, "mccl:gather", std::move(record), inputs, flatten(outputs),
                     [this, opts, sizes = listSizes(outputs)](auto& host_in, auto& host_out) {
                       auto lists = regroup(host_out, sizes);
@@ -334,7 +341,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::scatter(std::vector<at::Tensor>& outputs,
                                                           std::vector<std::vector<at::Tensor>>& inputs,
                                                           const c10d::ScatterOptions& opts) {
-  std::string record = describeCall({"scatter", nullptr, opts.rootRank}, {{outputs, Agreed::kShapes}});
+  CallRecord record = describeCall({"scatter", nullptr, opts.rootRank}, {{outputs, Agreed::kShapes}});
   return collective(OpType::SCATTER, "mccl:scatter", std::move(record), flatten(inputs), outputs,
                     [this, opts, sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
                       auto lists = regroup(host_in, sizes);
@@ -346,7 +353,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter(std::vector<at:
                                                                  std::vector<std::vector<at::Tensor>>& inputs,
                                                                  const c10d::ReduceScatterOptions& opts) {
   std::vector<at::Tensor> flat_inputs = flatten(inputs);
-  std::string record = describeCall({"reduce_scatter", &opts.reduceOp},
+  CallRecord record = describeCall({"reduce_scatter", &opts.reduceOp},
                                    {{flat_inputs, Agreed::kShapes}, {outputs, Agreed::kShapes}});
   return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", std::move(record), std::move(flat_inputs),
                     outputs,
@@ -361,7 +368,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_reduce_scatter_base(at::Tenso
                                                                        const c10d::ReduceScatterOptions& opts) {
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs{output};
-  std::string record = describeCall({"reduce_scatter_tensor", &opts.reduceOp},
+  CallRecord record = describeCall({"reduce_scatter_tensor", &opts.reduceOp},
                                    {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", std::move(record), inputs,
                     outputs, [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
@@ -374,7 +381,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_reduce_scatter_base(at::Tenso
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
-  std::string record = describeCall({"reduce_scatter_tensor_coalesced", &opts.reduceOp},
+  CallRecord record = describeCall({"reduce_scatter_tensor_coalesced", &opts.reduceOp},
                                    {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", std::move(record), inputs, outputs,
                     [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
@@ -392,7 +399,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall_base(at::Tensor& outp
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs{output};
   // Each rank chooses its own sizes (the splits).
-  std::string record = describeCall({"all_to_all_single"}, {{inputs, Agreed::kDtypes}, {outputs, Agreed::kDtypes}});
+  CallRecord record = describeCall({"all_to_all_single"}, {{inputs, Agreed::kDtypes}, {outputs, Agreed::kDtypes}});
   return collective(OpType::ALLTOALL_BASE, "mccl:all_to_all_single", std::move(record), inputs, outputs,
                     [this, opts, output_splits, input_splits](auto& host_in, auto& host_out) mutable {
                       return gloo_->alltoall_base(host_out[0], host_in[0], output_splits, input_splits, opts);
@@ -401,12 +408,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall_base(at::Tensor& outp
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllToAllOptions& opts) {
+  // Each rank chooses its own sizes.
+  CallRecord record = describeCall({"all_to_all"}, {{inputs, Agreed::kDtypes}, {outputs, Agreed::kDtypes}});
   TORCH_CHECK_VALUE(inputs.size() == static_cast<size_t>(size_) && outputs.size() == static_cast<size_t>(size_),
                     "mccl: all_to_all takes a tensor per rank (", size_, "), got ", inputs.size(), " inputs and ",
                     outputs.size(), " outputs");
   checkOneDtype("all_to_all", inputs, outputs);
-  // Each rank chooses its own sizes.
-  std::string record = describeCall({"all_to_all"}, {{inputs, Agreed::kDtypes}, {outputs, Agreed::kDtypes}});
   return collective(OpType::ALLTOALL, "mccl:all_to_all", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
                       return c10::make_intrusive<AllToAllThroughOneBuffer>(*gloo_, host_out, host_in, opts);
@@ -445,7 +452,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::barrier(const c10d::BarrierOpt
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::inPlace(
-    OpType type, const char* title, std::string record, std::vector<at::Tensor>& tensors, GlooCall call) {
+    OpType type, const char* title, CallRecord record, std::vector<at::Tensor>& tensors, GlooCall call) {
   // The call gets the tensors as its inputs and as its outputs.
   return collective(type, title, std::move(record), tensors, tensors, std::move(call),
                     CallForm{/*outputs_are_inputs=*/true});

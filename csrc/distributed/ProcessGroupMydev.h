@@ -91,13 +91,48 @@ struct AgreedTensors {
   Agreed what;
 };
 
+class ProcessGroupMydev;
+
+// What a checked call compares across ranks (CollectiveCheck.cpp): empty when
+// collectives are not checked. The launch takes it. A call this rank refuses
+// after describing it (bad arguments, raised at the call) drops it untaken:
+// the call then still takes its place in the check, as a refusal, so that
+// the other ranks report it instead of pairing their call with this rank's
+// next one, and every rank stays in step.
+class MCCL_HIDDEN CallRecord {
+ public:
+  CallRecord() = default;  // unchecked: sends, receives, a group that does not check
+  CallRecord(ProcessGroupMydev* refuses_through, std::string text)
+      : group_(refuses_through), text_(std::move(text)) {}
+  CallRecord(CallRecord&& other) noexcept : group_(other.group_), text_(std::move(other.text_)) {
+    other.group_ = nullptr;
+    other.text_.clear();
+  }
+  CallRecord& operator=(CallRecord&&) = delete;
+  ~CallRecord();
+
+  std::string take() {
+    group_ = nullptr;
+    return std::move(text_);
+  }
+
+ private:
+  ProcessGroupMydev* group_ = nullptr;
+  std::string text_;
+};
+
 class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
  public:
   ProcessGroupMydev(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout,
                     bool check_collectives)
       : Backend(rank, size), gloo_(std::move(gloo)), timeout_(timeout), check_collectives_(check_collectives) {}
 
-  ~ProcessGroupMydev() override { stopThreads(); }
+  // Gloo goes before the Works kept after a failure: an aborted receive's
+  // buffer must outlive the connections that could still deliver into it.
+  ~ProcessGroupMydev() override {
+    stopThreads();
+    gloo_.reset();
+  }
 
   void shutdown() override;
   void abort() override;
@@ -158,23 +193,24 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
 
  private:
   // Entry points (ProcessGroupMydev.cpp) into the launch (CollectiveLaunch.cpp).
-  // `record` is what the check compares across ranks: empty, unchecked.
-  c10::intrusive_ptr<c10d::Work> inPlace(c10d::OpType type, const char* title, std::string record,
+  c10::intrusive_ptr<c10d::Work> inPlace(c10d::OpType type, const char* title, CallRecord record,
                                          std::vector<at::Tensor>& tensors, GlooCall call);
-  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* title, std::string record,
+  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* title, CallRecord record,
                                             std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
                                             GlooCall call, CallForm form = {});
 
-  // The check, in CollectiveCheck.cpp: the record of a call (empty if
-  // collectives are not checked), and its exchange with the other ranks',
-  // which returns the mismatch (null if every rank made the same call).
-  std::string describeCall(const AgreedCall& call, std::initializer_list<AgreedTensors> tensors) const;
+  // The check, in CollectiveCheck.cpp: the record of a call, its exchange
+  // with the other ranks', which returns the mismatch (null if every rank
+  // made the same call), and the place in the check of a refused call.
+  friend class CallRecord;
+  CallRecord describeCall(const AgreedCall& call, std::initializer_list<AgreedTensors> tensors);
   std::exception_ptr compareAcrossRanks(const std::string& record);
+  void takePlaceOfRefusedCall(std::string record) noexcept;
 
   // The launch, in CollectiveLaunch.cpp.
   static void settle(const std::vector<c10::intrusive_ptr<CollectiveWork>>& works);
   void launchInOrder(const c10::intrusive_ptr<CollectiveWork>& work, c10d::OpType type, const char* title,
-                     std::string record, const MydevStream& stream, const MydevStream& caller,
+                     CallRecord& record, const MydevStream& stream, const MydevStream& caller,
                      const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
                      CallForm form,
                      std::vector<c10::intrusive_ptr<CollectiveWork>>& finished);
