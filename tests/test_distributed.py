@@ -146,12 +146,16 @@ class TestFailures(TestCase):
 
     def test_a_call_one_rank_refuses_is_reported_and_keeps_the_ranks_in_step_when_checked(self):
         # The worker's all_reduce after the refused all_gather checks that the ranks are still in step.
-        first, second = run_ranks(distributed_workers.mismatched_collectives, 2, ["refused"],
-                                  env={"MCCL_CHECK_COLLECTIVES": "1"})
+        # Refused by every rank alike, the records agree and nothing more happens.
+        messages = run_ranks(distributed_workers.mismatched_collectives, 2, ["refused", "refused_by_all"],
+                             env={"MCCL_CHECK_COLLECTIVES": "1"})
+        (first, first_alike), (second, second_alike) = (message.split("\n") for message in messages)
         call = re.escape("all_gather() of Float, Float[4], Float[4]")
         self.assertRegex(first, rf"mccl: the ranks called different collectives \(rank 0: #\d+ {call}; rank 1: #\d+ "
                                 rf"{call}, refused at the call\); no rank ran it")
         self.assertIn("mccl: all_gather's input has 8 elements, but its output for rank 1 has 4", second)
+        for alike in (first_alike, second_alike):
+            self.assertIn("Input tensor data type is not supported for mccl process group: Short", alike)
 
     def test_every_collective_of_matching_ranks_passes_the_check(self):
         run_ranks(distributed_workers.collectives, 2, env={"MCCL_CHECK_COLLECTIVES": "1"})

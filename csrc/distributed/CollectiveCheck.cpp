@@ -35,6 +35,13 @@ namespace torch_mydev {
 
 namespace {
 
+// The transfer of a refused call that every rank refused alike: none, done.
+// (c10d's Work::create_from_future would refuse the kernel's finite wait.)
+class NothingMoved final : public c10d::Work {
+ public:
+  NothingMoved() { finish(); }
+};
+
 constexpr size_t kRecordBytes = 512;
 constexpr size_t kHashBytes = sizeof(uint64_t);
 
@@ -122,15 +129,14 @@ void ProcessGroupMydev::takePlaceOfRefusedCall(std::string record) noexcept {
     }
     (void)collective(c10d::OpType::BARRIER, "mccl:refused_call", CallRecord(nullptr, record + ", refused at the call"), {},
                      {},
-                     [](auto&, auto&) {
-                       auto nothing_moved = c10::make_intrusive<c10::ivalue::Future>(c10::NoneType::get());
-                       nothing_moved->markCompleted();
-                       return c10d::Work::create_from_future(nothing_moved);
-                     },
+                     [](auto&, auto&) { return c10::make_intrusive<NothingMoved>(); },
                      CallForm{/*outputs_are_inputs=*/false, /*ends_in_wait=*/false, device});
   } catch (const std::exception& error) {
     TORCH_WARN("mccl: a refused call could not take its place in the check, so this rank is one collective behind "
                "the others: ", error.what());
+  } catch (...) {
+    TORCH_WARN("mccl: a refused call could not take its place in the check, so this rank is one collective behind "
+               "the others");
   }
 }
 
