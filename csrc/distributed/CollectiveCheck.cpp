@@ -127,10 +127,11 @@ void ProcessGroupMydev::takePlaceOfRefusedCall(std::string record) noexcept {
     if (device < 0) {
       device = currentDevice();
     }
-    (void)collective(c10d::OpType::BARRIER, "mccl:refused_call", CallRecord(nullptr, record + ", refused at the call"), {},
-                     {},
-                     [](auto&, auto&) { return c10::make_intrusive<NothingMoved>(); },
-                     CallForm{/*outputs_are_inputs=*/false, /*ends_in_wait=*/false, device});
+    CallRecord refusal(/*refuses_through=*/nullptr, record + ", refused at the call");
+    (void)collective(
+        c10d::OpType::BARRIER, "mccl:refused_call", std::move(refusal), {}, {},
+        [](auto&, auto&) { return c10::make_intrusive<NothingMoved>(); },
+        CallForm{/*outputs_are_inputs=*/false, /*ends_in_wait=*/false, device});
   } catch (const std::exception& error) {
     TORCH_WARN("mccl: a refused call could not take its place in the check, so this rank is one collective behind "
                "the others: ", error.what());

@@ -319,7 +319,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather_into_tensor_coalesce
                                                                                   std::vector<at::Tensor>& inputs,
                                                                                   const c10d::AllgatherOptions& opts) {
   CallRecord record = describeCall({"all_gather_into_tensor_coalesced"},
-                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+                                  {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::COALESCED, "mccl:all_gather_into_tensor_coalesced", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_out = flatViews(host_out);
@@ -354,7 +354,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter(std::vector<at:
                                                                  const c10d::ReduceScatterOptions& opts) {
   std::vector<at::Tensor> flat_inputs = flatten(inputs);
   CallRecord record = describeCall({"reduce_scatter", &opts.reduceOp},
-                                   {{flat_inputs, Agreed::kShapes}, {outputs, Agreed::kShapes}});
+                                  {{flat_inputs, Agreed::kShapes}, {outputs, Agreed::kShapes}});
   return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", std::move(record), std::move(flat_inputs),
                     outputs,
                     [this, opts = withHostFactor(opts), sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
@@ -369,7 +369,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_reduce_scatter_base(at::Tenso
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs{output};
   CallRecord record = describeCall({"reduce_scatter_tensor", &opts.reduceOp},
-                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+                                  {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", std::move(record), inputs,
                     outputs, [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_in = flatViews(host_in);
@@ -382,7 +382,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_reduce_scatter_base(at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
   CallRecord record = describeCall({"reduce_scatter_tensor_coalesced", &opts.reduceOp},
-                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+                                  {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", std::move(record), inputs, outputs,
                     [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_in = flatViews(host_in);
