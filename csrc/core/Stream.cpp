@@ -79,10 +79,10 @@ MydevStream::MydevStream(c10::Stream stream) : stream_(stream) {
     const auto& streams = *allDeviceStreams().at(static_cast<size_t>(stream.device_index()));
     const size_t slot = dedicatedSlot(stream.id());
     const int64_t generation = dedicatedGeneration(stream.id());
-    const bool created = generation < streams.dedicated_generation[slot].load() ||
-                         (generation == streams.dedicated_generation[slot].load() &&
-                          (streams.dedicated[slot].load() != nullptr ||
-                           generation < streams.dedicated_generation[slot].load()));
+    const int64_t before = streams.dedicated_generation[slot].load();
+    const bool live = streams.dedicated[slot].load() != nullptr;
+    const int64_t after = streams.dedicated_generation[slot].load();
+    const bool created = generation < before || (generation == before && (live || generation < after));
     TORCH_CHECK(created, "Invalid mydev stream id ", stream.id(), " (no such dedicated stream was created)");
   }
 }
