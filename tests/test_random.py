@@ -151,6 +151,15 @@ class TestMydevRandom(TestCase):
         generator.set_offset(4)
         self.assertEqual(torch.rand(1000, device=device, generator=generator).cpu(), second)
 
+    def test_device_offset_accessors_as_on_cuda(self, device):
+        torch.mydev.manual_seed(11)
+        torch.rand(10, device=device)
+        self.assertEqual(torch.mydev._get_rng_state_offset(device), 4)
+        first = torch.rand(100, device=device).cpu()
+        torch.mydev._set_rng_state_offset(4, device)
+        self.assertEqual(torch.mydev._get_rng_state_offset(device), 4)
+        self.assertEqual(torch.rand(100, device=device).cpu(), first)
+
     def test_seeding_and_state_reads_do_not_wait_for_the_device(self, device):
         torch.mydev.synchronize()
         stream = torch.mydev.current_stream(device)

@@ -44,6 +44,8 @@ from torch_mydev.mydev.memory import (
 )
 from torch_mydev.mydev.random import (
     _default_generator,
+    _get_rng_state_offset,
+    _set_rng_state_offset,
     get_rng_state,
     get_rng_state_all,
     initial_seed,

@@ -34,6 +34,17 @@ def set_rng_state_all(new_states):
         set_rng_state(state, index)
 
 
+def _get_rng_state_offset(device="mydev"):
+    """The Philox offset of a device's generator: how many numbers per thread its launches reserved so far."""
+    return _default_generator(_get_device_index(device, optional=True)).get_offset()
+
+
+def _set_rng_state_offset(offset, device="mydev"):
+    index = _get_device_index(device, optional=True)
+    offset = int(offset)
+    _lazy_call(lambda: _default_generator(index).set_offset(offset))
+
+
 def manual_seed(seed):
     """Seeds the current device's generator."""
     seed = int(seed)
