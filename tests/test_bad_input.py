@@ -170,6 +170,51 @@ class TestFirstLaunchOfASignature(TestCase):
             """)
         self.assertEqual(out, ["raised_at_the_call", "raised_at_the_call", "3.0", "returned", "raised_at_synchronize"])
 
+    def test_a_signature_holds_the_choices_that_pick_the_cpu_code(self):
+        # A refusal is remembered per signature. A mode string, a flag or a dim that makes the CPU run other code
+        # makes another signature: a refused call neither refuses a valid one nor lends it its message, in either
+        # order, and a valid call does not make a later refused one late.
+        program = """
+            import torch
+            import torch.nn.functional as F
+            def scatter_reduce(device, reduce):
+                flags = torch.ones(4, dtype=torch.bool, device=device)
+                return flags.scatter_reduce(0, torch.zeros(4, dtype=torch.long, device=device), flags, reduce)
+            def convolution(device, transposed):
+                x = torch.ones(1, 2, 3, 3, 3, dtype=torch.int32, device=device)
+                w = torch.ones(2, 2, 1, 1, 1, dtype=torch.int32, device=device)
+                return (F.conv_transpose3d if transposed else F.conv3d)(x, w)
+            CALLS = {
+                "scatter_reduce_mean": lambda d: scatter_reduce(d, "mean"),
+                "scatter_reduce_sum": lambda d: scatter_reduce(d, "sum"),
+                "conv_transpose3d": lambda d: convolution(d, True),
+                "conv3d": lambda d: convolution(d, False),
+                "softmax_over_dim_0": lambda d: torch._safe_softmax(torch.ones(3, 4, dtype=torch.cfloat, device=d), 0),
+                "softmax_over_dim_1": lambda d: torch._safe_softmax(torch.ones(3, 4, dtype=torch.cfloat, device=d), 1),
+                "round_of_bool": lambda d: torch.round(torch.ones(3, dtype=torch.bool, device=d)),
+                "round_of_bool_to_decimals": lambda d: torch.round(torch.ones(3, dtype=torch.bool, device=d), decimals=3),
+            }
+            def outcome(call, device):
+                try:
+                    call(device)
+                except Exception as error:
+                    return f"{type(error).__name__}: {error}".replace(device, "cpu")
+                try:
+                    torch.mydev.synchronize()
+                except Exception:
+                    return "raised late"
+                return "ran"
+            for name in ORDER:
+                on_cpu, on_mydev = outcome(CALLS[name], "cpu"), outcome(CALLS[name], "mydev")
+                print(name, "same" if on_cpu == on_mydev else f"differs: {on_mydev!r} where the CPU: {on_cpu!r}")
+            """
+        names = ["scatter_reduce_mean", "scatter_reduce_sum", "conv_transpose3d", "conv3d", "softmax_over_dim_0",
+                 "softmax_over_dim_1", "round_of_bool", "round_of_bool_to_decimals"]
+        for order in (names, names[::-1]):
+            result = run_python(f"ORDER = {order!r}\n" + textwrap.dedent(program))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(result.stdout.splitlines(), [f"{name} same" for name in order])
+
     def test_a_probe_refused_by_its_stand_ins_does_not_fail_the_call(self):
         # Integer division by the probe's zero stand-ins raises (ZeroDivisionError): the probe proves nothing, and
         # the first launch waits for its kernel instead, which computes the right numbers.

@@ -13,16 +13,16 @@ namespace {
 
 struct Key {
   const void* kernel;
-  c10::SmallVector<int8_t, 8> dtypes;
+  c10::SmallVector<int64_t, 8> parts;
 
-  bool operator==(const Key& other) const { return kernel == other.kernel && dtypes == other.dtypes; }
+  bool operator==(const Key& other) const { return kernel == other.kernel && parts == other.parts; }
 };
 
 struct KeyHash {
   size_t operator()(const Key& key) const {
     size_t hash = std::hash<const void*>()(key.kernel);
-    for (const int8_t dtype : key.dtypes) {
-      hash = c10::hash_combine(hash, static_cast<size_t>(dtype));
+    for (const int64_t part : key.parts) {
+      hash = c10::hash_combine(hash, std::hash<int64_t>()(part));
     }
     return hash;
   }
@@ -39,7 +39,7 @@ Registry& registry() {
   return *instance;
 }
 
-Key keyOf(const LaunchSignature& signature) { return Key{signature.kernel(), signature.dtypes()}; }
+Key keyOf(const LaunchSignature& signature) { return Key{signature.kernel(), signature.parts()}; }
 
 }  // namespace
 

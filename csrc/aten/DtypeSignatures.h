@@ -6,8 +6,17 @@
 // naming an operator long past; the CPU and CUDA (whose dispatch runs on the
 // host) raise it at the call.
 //
-// So each signature — the kernel and the dtypes of its tensors (and of a
-// dtype= argument) — is vouched for once per process, at its first launch:
+// So each signature is vouched for once per process, at its first launch. A
+// signature is what picks the CPU code a kernel runs: the kernel, the dtype and
+// rank of each tensor (and a dtype= argument), and the value of each choice
+// among its other arguments — a mode string (scatter_reduce's "sum" runs, its
+// "mean" has no bool code), a flag (convolution's `transposed`), a dim
+// (softmax over the last dim runs other code than over the first). An integer
+// of magnitude kLargeChoice or more counts as "large" whatever its value: it
+// is a size or a count, which picks no code, and would otherwise make every
+// new size a new signature. Of a tensor's size, its order of magnitude counts:
+// some CPU kernels take another path, with another dispatch name, past a size
+// (bmm of bools: "bmm" below 400 products, "addmm_impl_cpu_" above).
 //
 // - A probe, where the kernel has one, runs the same CPU code on the calling
 //   thread over tiny stand-ins of the arguments (DtypeProbe.h: every tensor
@@ -31,11 +40,13 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/SmallVector.h>
+#include <c10/util/llvmMathExtras.h>
 
 #include <cstdint>
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace torch_mydev {
 
@@ -45,21 +56,45 @@ class LaunchSignature {
   // literal, an operator's schema); `name` is the kernel name its launch uses.
   LaunchSignature(const void* kernel, const char* name) : kernel_(kernel), name_(name) {}
 
+  static constexpr int64_t kLargeChoice = 64;
+
   void add(const at::Tensor& tensor) {
-    add(tensor.defined() ? tensor.scalar_type() : c10::ScalarType::Undefined);
-    teaches_ = teaches_ && (!tensor.defined() || tensor.numel() != 0);
+    if (!tensor.defined()) {
+      parts_.push_back(part(Part::Tensor, static_cast<int64_t>(c10::ScalarType::Undefined) << 16));
+      return;
+    }
+    const int64_t numel = tensor.numel();
+    const auto magnitude = static_cast<int64_t>(64 - c10::llvm::countLeadingZeros(static_cast<uint64_t>(numel)));
+    parts_.push_back(
+        part(Part::Tensor, static_cast<int64_t>(tensor.scalar_type()) << 16 | tensor.dim() << 8 | magnitude));
+    teaches_ = teaches_ && numel != 0;
   }
-  void add(c10::ScalarType dtype) { dtypes_.push_back(static_cast<int8_t>(dtype)); }
+  void add(c10::ScalarType dtype) { parts_.push_back(part(Part::Dtype, static_cast<int64_t>(dtype))); }
+  void addChoice(int64_t value) {
+    const bool large = value >= kLargeChoice || value <= -kLargeChoice;
+    parts_.push_back(large ? part(Part::LargeInteger, 0) : part(Part::Integer, value + kLargeChoice));
+  }
+  void addChoice(std::string_view value) {
+    parts_.push_back(part(Part::String, static_cast<int64_t>(std::hash<std::string_view>()(value))));
+  }
+  // An optional argument left out.
+  void addAbsent() { parts_.push_back(part(Part::Absent, 0)); }
 
   const void* kernel() const { return kernel_; }
   const char* name() const { return name_; }
-  const c10::SmallVector<int8_t, 8>& dtypes() const { return dtypes_; }
+  const c10::SmallVector<int64_t, 8>& parts() const { return parts_; }
   bool teaches() const { return teaches_; }
 
  private:
+  enum class Part : int64_t { Tensor = 1, Dtype, Integer, LargeInteger, String, Absent };
+  // The kind in the top byte, so that a part of one kind never equals one of another.
+  static int64_t part(Part kind, int64_t value) {
+    return static_cast<int64_t>(kind) << 56 | (value & ((int64_t{1} << 56) - 1));
+  }
+
   const void* kernel_;
   const char* name_;
-  c10::SmallVector<int8_t, 8> dtypes_;
+  c10::SmallVector<int64_t, 8> parts_;
   bool teaches_ = true;
 };
 

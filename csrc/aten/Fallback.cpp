@@ -60,6 +60,29 @@ bool anyArgumentTensor(c10::ArrayRef<c10::IValue> args, Predicate&& predicate) {
   return found;
 }
 
+// Adds to a launch's signature what a boxed argument tells about the CPU code
+// its kernel runs (DtypeSignatures.h). A number passed for a Scalar counts as
+// a choice too: the few values small enough to be one are as many signatures.
+void addToSignature(LaunchSignature& signature, const c10::IValue& value) {
+  if (value.isInt()) {
+    signature.addChoice(value.toInt());
+  } else if (value.isBool()) {
+    signature.addChoice(static_cast<int64_t>(value.toBool()));
+  } else if (value.isString()) {
+    signature.addChoice(value.toStringView());
+  } else if (value.isIntList()) {
+    const auto list = value.toIntList();
+    signature.addChoice(static_cast<int64_t>(list.size()));
+    for (const int64_t element : list) {
+      signature.addChoice(element);
+    }
+  } else if (value.isNone()) {
+    signature.addAbsent();
+  } else {
+    forEachTensor(value, [&](const at::Tensor& tensor) { signature.add(tensor); });
+  }
+}
+
 bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
   return anyArgumentTensor(
       args, [](const at::Tensor& tensor) { return tensor.defined() && isSparseLayout(tensor.layout()); });
@@ -462,11 +485,11 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
 
   // Slots are taken after out= arguments were resized, so the kernel sees their final geometry.
   auto slots = argumentSlots(schema, args, device);
-  // The kernel's dtypes: its arguments' and its results' (which a dtype= argument may choose).
+  // Its arguments and its results' dtypes (which a dtype= argument may choose).
   const std::string name = kernelName(op);
   LaunchSignature signature(&schema, name.c_str());
   for (const c10::IValue& value : args) {
-    forEachTensor(value, [&](const at::Tensor& tensor) { signature.add(tensor); });
+    addToSignature(signature, value);
   }
   for (size_t r = 0; r < num_returns; ++r) {
     forEachTensor(meta_stack[r], [&](const at::Tensor& meta) { signature.add(meta); });

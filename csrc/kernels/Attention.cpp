@@ -81,6 +81,7 @@ FusedAttentionResult fusedAttention(const Tensor& query, const Tensor& key, cons
   Tensor output = emptyWithQueryLayout(query, {batch, heads, query_length, value.size(3)});
   const auto accumulate = at::isReducedFloatingType(query.scalar_type()) ? at::kFloat : query.scalar_type();
   Tensor logsumexp = at::empty({batch, heads, query_length}, query.options().dtype(accumulate));
+  call.addChoices(is_causal, scale);
   call.launch(
       [is_causal, scale](const Tensor& query, const Tensor& key, const Tensor& value,
                          const std::optional<Tensor>& attn_bias, const Tensor& output, const Tensor& logsumexp) {
@@ -109,6 +110,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
   Tensor grad_key = at::empty_like(key);
   Tensor grad_value = at::empty_like(value);
   const std::optional<Tensor> mask = attn_bias.defined() ? std::optional<Tensor>(attn_bias) : std::nullopt;
+  call.addChoices(is_causal, scale);
   call.launch(
       [dropout_p, is_causal, scale](const Tensor& grad_out, const Tensor& query, const Tensor& key,
                                     const Tensor& value, const Tensor& out, const Tensor& logsumexp,

@@ -30,6 +30,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
                                                dilation, groups)
                  : at::native::conv_output_size(input.sizes(), weight.sizes(), padding, stride, dilation);
   Tensor output = at::empty(shape, input.options());
+  call.addChoices(stride, padding, dilation, transposed, output_padding, groups);
   call.launch(
       [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(), transposed,
        output_padding = output_padding.vec(), groups](const Tensor& input, const Tensor& weight,
@@ -51,6 +52,7 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(const Tensor& grad_output
   Tensor grad_input = output_mask[0] ? at::empty(input.sizes(), input.options()) : Tensor();
   Tensor grad_weight = output_mask[1] ? at::empty(weight.sizes(), weight.options()) : Tensor();
   Tensor grad_bias = output_mask[2] ? at::empty({out_channels}, grad_output.options()) : Tensor();
+  call.addChoices(stride, padding, dilation, transposed, output_padding, groups);
   call.launch(
       [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(), transposed,
        output_padding = output_padding.vec(), groups, output_mask,

@@ -118,6 +118,7 @@ Tensor& indexPut(Tensor& self, const IndexList& indices, const Tensor& values, b
   for (const Tensor& index : expanded) {
     long_indices.push_back(index.defined() ? std::optional<Tensor>(index) : std::nullopt);
   }
+  call.addChoices(accumulate, unsafe);
   call.launch([accumulate, unsafe](Tensor self, const IndexList& indices, const Tensor& values) {
     at::cpu::_index_put_impl_(self, indices, values, accumulate, unsafe);
   }, self, long_indices, values);

@@ -38,6 +38,7 @@ std::tuple<Tensor&, Tensor&> modeOut(const Tensor& self, int64_t dim, bool keepd
   }
   at::native::resize_output(values, shape);
   at::native::resize_output(indices, shape);
+  call.addChoices(dim, keepdim);
   call.launch(
       [dim, keepdim](const Tensor& self, Tensor values, Tensor indices) {
         at::compositeexplicitautograd::mode_outf(self, dim, keepdim, values, indices);

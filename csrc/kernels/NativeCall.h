@@ -75,6 +75,43 @@ void forEachTensorIn(const c10::List<std::optional<at::Tensor>>& tensors, Visit&
 template <typename T, typename Visit>
 void forEachTensorIn(const T&, Visit&&) {}
 
+template <typename T>
+struct IsStdOptional : std::false_type {};
+template <typename T>
+struct IsStdOptional<std::optional<T>> : std::true_type {};
+
+// Adds to a launch's signature what an argument tells about the CPU code its
+// kernel runs (DtypeSignatures.h): a tensor's dtype and rank, a choice's value.
+template <typename T>
+void addToSignature(LaunchSignature& signature, const T& argument) {
+  if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+    signature.addChoice(static_cast<int64_t>(argument));
+  } else if constexpr (std::is_same_v<T, std::string_view>) {
+    signature.addChoice(argument);
+  } else if constexpr (std::is_same_v<T, at::Scalar>) {
+    signature.add(argument.type());
+  } else if constexpr (std::is_same_v<T, at::IntArrayRef> || std::is_same_v<T, std::vector<int64_t>>) {
+    signature.addChoice(static_cast<int64_t>(argument.size()));
+    for (const int64_t value : argument) {
+      signature.addChoice(value);
+    }
+  } else if constexpr (std::is_same_v<T, at::OptionalIntArrayRef>) {
+    if (argument.has_value()) {
+      addToSignature(signature, *argument);
+    } else {
+      signature.addAbsent();
+    }
+  } else if constexpr (IsStdOptional<T>::value) {
+    if (argument.has_value()) {
+      addToSignature(signature, *argument);
+    } else {
+      signature.addAbsent();
+    }
+  } else {
+    forEachTensorIn(argument, [&](const at::Tensor& tensor, bool) { signature.add(tensor); });
+  }
+}
+
 }  // namespace detail
 
 class NativeCall {
@@ -101,6 +138,15 @@ class NativeCall {
     launchProbed(noDtypeProbe, std::move(body), args...);
   }
 
+  // Adds to the launch's signature (DtypeSignatures.h) the arguments that the
+  // body captures itself rather than taking them from launch(): each that may
+  // pick the CPU code the body runs (a mode, a flag, a dim), or a refusal for
+  // one value would be replayed for another.
+  template <typename... Choices>
+  void addChoices(const Choices&... choices) {
+    (detail::addToSignature(captured_choices_, choices), ...);
+  }
+
   // launch(), with `probe()` to vouch for a new dtype signature instead.
   template <typename Probe, typename Body, typename... Args>
   void launchProbed(const Probe& probe, Body body, const Args&... args) {
@@ -116,8 +162,8 @@ class NativeCall {
       }
     };
     issueHostWarnings();
-    LaunchSignature signature(name_, name_);
-    (detail::forEachTensorIn(args, [&](const at::Tensor& tensor, bool) { signature.add(tensor); }), ...);
+    LaunchSignature signature = captured_choices_;
+    (detail::addToSignature(signature, args), ...);
     // Every argument is captured once, in place, into the kernel's storage.
     launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
       launchKernelBuiltBy(
@@ -151,6 +197,7 @@ class NativeCall {
   MydevStream stream_;
   RecordedWarnings host_warnings_;
   c10::WarningHandler* caller_warnings_;  // null once restored
+  LaunchSignature captured_choices_{name_, name_};
 };
 
 // On the worker: copies each defined result of a CPU function that allocates

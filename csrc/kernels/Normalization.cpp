@@ -107,6 +107,7 @@ std::tuple<Tensor, Tensor, Tensor> nativeBatchNorm(const Tensor& input, const st
   Tensor output = at::empty_like(input, input.suggest_memory_format());
   Tensor save_mean = at::empty({training ? input.size(1) : 0}, stat_options);
   Tensor save_invstd = at::empty({training ? input.size(1) : 0}, stat_options);
+  call.addChoices(training);
   call.launch(
       [training, momentum, eps](const Tensor& x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                                 const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
@@ -131,6 +132,7 @@ std::tuple<Tensor, Tensor, Tensor> nativeBatchNormBackward(
   Tensor grad_input = output_mask[0] ? at::empty_like(input, input.suggest_memory_format()) : Tensor();
   Tensor grad_weight = output_mask[1] ? at::empty({input.size(1)}, parameter_options) : Tensor();
   Tensor grad_bias = output_mask[2] ? at::empty({input.size(1)}, parameter_options) : Tensor();
+  call.addChoices(training);
   call.launch(
       [training, eps, output_mask](const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
                                    const std::optional<Tensor>& running_mean,
@@ -159,6 +161,7 @@ std::tuple<Tensor, Tensor, Tensor> nativeGroupNorm(const Tensor& input, const st
   Tensor output = at::empty_like(input, input.suggest_memory_format());
   Tensor mean = at::empty({N, group}, stat_options);
   Tensor rstd = at::empty({N, group}, stat_options);
+  call.addChoices(group);
   call.launch(
       [N, C, HxW, group, eps](const Tensor& input, const std::optional<Tensor>& weight,
                               const std::optional<Tensor>& bias, const Tensor& output, const Tensor& mean,
@@ -180,6 +183,7 @@ std::tuple<Tensor, Tensor, Tensor> nativeGroupNormBackward(const Tensor& grad_ou
   Tensor grad_input = output_mask[0] ? at::empty_like(input, input.suggest_memory_format()) : Tensor();
   Tensor grad_weight = output_mask[1] ? at::empty({C}, parameter_options) : Tensor();
   Tensor grad_bias = output_mask[2] ? at::empty({C}, parameter_options) : Tensor();
+  call.addChoices(group);
   call.launch(
       [N, C, HxW, group, output_mask](const Tensor& grad_out, const Tensor& input, const Tensor& mean,
                                       const Tensor& rstd, const std::optional<Tensor>& weight,

@@ -47,6 +47,7 @@ Tensor mseLoss(const Tensor& input, const Tensor& target, int64_t reduction) {
   geometry.meta(input, target, reduction);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, geometry.common_dtype(), "mse_cpu", [] {});
   Tensor& output = geometry.outputs[0];
+  native.addChoices(reduction);
   native.launch(
       [reduction](const Tensor& input, const Tensor& target, const Tensor& output) {
         if (reduction == at::Reduction::None) {
@@ -66,6 +67,7 @@ Tensor smoothL1Loss(const Tensor& input, const Tensor& target, int64_t reduction
   geometry.meta(input, target, reduction, beta);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, geometry.common_dtype(), "smooth_l1_cpu", [] {});
   Tensor& output = geometry.outputs[0];
+  native.addChoices(reduction);
   native.launch(
       [reduction, beta](const Tensor& input, const Tensor& target, const Tensor& output) {
         if (reduction == at::Reduction::None) {
@@ -111,6 +113,7 @@ Tensor& mseLossBackwardOut(const Tensor& grad_output, const Tensor& input, const
                            Tensor& grad_input) {
   NativeCall native(kMseLossBackward, grad_output, input, target, grad_input);
   prepareLossBackward<kMseBackwardCpu>(grad_output, input, target, reduction, 2., grad_input);
+  native.addChoices(reduction);
   native.launch(
       [reduction](const Tensor& grad_output, const Tensor& input, const Tensor& target, const Tensor& grad_input) {
         Tensor out = grad_input;
@@ -133,6 +136,7 @@ Tensor& smoothL1LossBackwardOut(const Tensor& grad_output, const Tensor& input, 
                                 int64_t reduction, double beta, Tensor& grad_input) {
   NativeCall native(kSmoothL1LossBackward, grad_output, input, target, grad_input);
   prepareLossBackward<kSmoothL1BackwardCpu>(grad_output, input, target, reduction, 1., grad_input);
+  native.addChoices(reduction);
   native.launch(
       [reduction, beta](const Tensor& grad_output, const Tensor& input, const Tensor& target,
                         const Tensor& grad_input) {

@@ -96,6 +96,7 @@ Tensor& indexSelectOut(const Tensor& self, int64_t dim, const Tensor& index, Ten
   at::assert_no_overlap(out, self);
   at::assert_no_overlap(out, index);
   at::native::resize_output(out, indexSelectShape(self, dim, index));
+  call.addChoices(dim);
   call.launch([dim](const Tensor& self, const Tensor& index,
                     Tensor out) { at::cpu::index_select_outf(self, dim, index, out); },
               self, index, out);
@@ -114,6 +115,7 @@ Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices, 
   TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
               "embedding_backward: expected indices of dtype int32 or int64, got ", indices.scalar_type());
   Tensor grad_weight = at::empty({num_weights, grad_output.size(-1)}, grad_output.options());
+  call.addChoices(padding_idx, scale_grad_by_freq);
   call.launch(
       [num_weights, padding_idx, scale_grad_by_freq](const Tensor& grad_output, const Tensor& indices,
                                                      Tensor grad_weight) {
@@ -186,6 +188,7 @@ void checkIndexFill(const Tensor& self, int64_t dim, const Tensor& index, bool c
 Tensor& indexFillScalar(Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   NativeCall call("aten::index_fill_.int_Scalar", self, index);
   checkIndexFill(self, dim, index, value.isComplex());
+  call.addChoices(dim);
   call.launch([dim](Tensor self, const Tensor& index,
                     const Scalar& value) { at::cpu::index_fill_(self, dim, index, value); },
               self, index, value);
@@ -197,6 +200,7 @@ Tensor& indexFillTensor(Tensor& self, int64_t dim, const Tensor& index, const Te
   TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
   checkIndexFill(self, dim, index, value.is_complex());
+  call.addChoices(dim);
   call.launch([dim](Tensor self, const Tensor& index,
                     const Tensor& value) { at::cpu::index_fill_(self, dim, index, value); },
               self, index, value);

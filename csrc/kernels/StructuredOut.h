@@ -4,10 +4,13 @@
 // and its CPU out= function (at::cpu::<op>_outf) is the kernel body, queued on
 // the stream over CPU aliases of device memory.
 //
-// Only the out= overload is registered: for a backend without its own
-// functional and in-place kernels, ATen's CompositeExplicitAutogradNonFunctional
-// kernels run the meta function, allocate the result (mydev's empty_strided)
-// and call the out= overload, so one kernel serves all three forms.
+// MYDEV_STRUCTURED_OUT registers the out= overload alone: for a backend
+// without its own functional and in-place kernels, ATen's
+// CompositeExplicitAutogradNonFunctional kernels run the meta function,
+// allocate the result (mydev's empty_strided) and call the out= overload.
+// MYDEV_STRUCTURED and MYDEV_STRUCTURED_INPLACE also register the functional
+// and in-place overloads of hot operators, which then skip that composite's
+// extra dispatch and meta pass.
 #pragma once
 
 #include "NativeCall.h"

@@ -50,6 +50,7 @@ Tensor variance(const Tensor& self, at::OptionalIntArrayRef dim, const OptionalS
   NativeCall call(TakeSqrt ? "aten::std.correction" : "aten::var.correction", self);
   const at::DimVector shape = checkVariance(kName, self, dim, correction, keepdim);
   Tensor out = at::empty(shape, self.options().dtype(c10::toRealValueType(self.scalar_type())));
+  call.addChoices(correction, keepdim);
   call.launch(
       [correction, keepdim](const Tensor& self, at::OptionalIntArrayRef dim, Tensor out) {
         if constexpr (TakeSqrt) {
@@ -70,6 +71,7 @@ std::tuple<Tensor, Tensor> varianceAndMean(const Tensor& self, at::OptionalIntAr
   const at::DimVector shape = checkVariance(kName, self, dim, correction, keepdim);
   Tensor spread = at::empty(shape, self.options().dtype(c10::toRealValueType(self.scalar_type())));
   Tensor mean = at::empty(shape, self.options());
+  call.addChoices(correction, keepdim);
   call.launch(
       [correction, keepdim](const Tensor& self, at::OptionalIntArrayRef dim, const Tensor& spread,
                             const Tensor& mean) {
