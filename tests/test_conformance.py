@@ -93,21 +93,27 @@ class TestConformanceRun(TestCase):
     def test_error_inputs_are_judged_by_when_they_raise(self):
         section = self.report["error_inputs"]
         results = {result["name"]: result for result in section["results"]}
-        # Of the selected ops, these have error inputs; add's the CPU does not reject (they are for other devices).
-        self.assertEqual(set(results), {"add", "complex", "masked_select"})
-        self.assertEqual(results["add"]["status"], "skipped")
-        for name in ("complex", "masked_select"):
+        # Every selected op is judged. Of those, add, complex and masked_select have error inputs (add's the CPU does
+        # not reject: they are for other devices); abs and complex have dtypes the CPU refuses (abs of bool).
+        self.assertEqual(set(results), {"add", "abs", "nonzero", "sum", "complex", "masked_select"})
+        for name in ("add", "nonzero", "sum"):
+            self.assertEqual(results[name]["status"], "skipped", name)
+        for name in ("abs", "complex", "masked_select"):
             result = results[name]
             self.assertEqual(result["kind"], "errors")
             self.assertEqual(result["status"], "pass", f"{name}: {result['reason']}")
-            self.assertEqual(result["samples"]["at_call"], result["samples"]["run"])
+            self.assertEqual(result["samples"]["at_call"] + result["samples"]["dtype_at_call"], result["samples"]["run"])
             self.assertGreater(result["samples"]["run"], 0)
+        self.assertGreater(results["abs"]["samples"]["dtype_at_call"], 0)
         summary = section["summary"]
-        self.assertEqual(summary["ops"], 3)
-        self.assertEqual(summary["inputs"], sum(result["samples"]["run"] for result in results.values()))
+        self.assertEqual(summary["ops"], 6)
+        self.assertEqual(summary["inputs"] + summary["dtype_inputs"],
+                         sum(result["samples"]["run"] for result in results.values()))
         self.assertEqual((summary["late"], summary["wrong"], summary["silent"]), (0, 0, 0))
+        self.assertEqual((summary["dtype_late"], summary["dtype_wrong"], summary["dtype_silent"]), (0, 0, 0))
         self.assertEqual(summary["at_call_rate"], 100.0)
-        self.assertIn("error inputs of 3 ops", self.process.stdout)
+        self.assertEqual(summary["dtype_at_call_rate"], 100.0)
+        self.assertIn("error inputs of 6 ops", self.process.stdout)
 
     def test_html_report_is_self_contained(self):
         with open(os.path.join(self.directory, "report.html"), encoding="utf-8") as file:
@@ -355,11 +361,15 @@ class TestConformanceOptions(TestCase):
         with_error_inputs = {**sweep_only, "error_inputs": {"summary": {"at_call": 9, "inputs": 10}}}
         self.assertEqual(parts_below(with_error_inputs, 90), [])
         self.assertEqual(parts_below(with_error_inputs, 95), ["error inputs raised at the call: 9 of 10 pass (90.00%)"])
+        cpu_only_silent = {**sweep_only, "error_inputs": {"summary": {
+            "at_call": 10, "inputs": 10, "cpu_only": 4, "cpu_only_wrong": 0, "cpu_only_silent": 1}}}
+        self.assertEqual(parts_below(cpu_only_silent, 99),
+                         ["error inputs only the CPU checks, raised at the call or late: 3 of 4 pass (75.00%)"])
 
     def test_error_inputs_are_classified_against_the_cpu(self):
         from torch.testing._internal.opinfo.core import ErrorInput
 
-        from torch_mydev.conformance.error_runner import run_error_inputs
+        from torch_mydev.conformance.error_runner import COMMON_DTYPES, run_error_inputs
 
         def behave(x, how):
             """Raises ValueError('bad input') on the CPU; on mydev, as `how` says."""
@@ -378,6 +388,9 @@ class TestConformanceOptions(TestCase):
         class FakeOp:
             error_inputs_func = True
 
+            def supported_dtypes(self, device):
+                return COMMON_DTYPES
+
             def error_inputs(self, device):
                 for how in ("at_call", "late", "wrong", "silent", "cpu_does_not_raise"):
                     yield ErrorInput(SampleInput(torch.ones(3, device=device), args=(how,)),
@@ -395,19 +408,67 @@ class TestConformanceOptions(TestCase):
         self.assertEqual([failure["outcome"] for failure in result["inputs"]], ["late", "wrong", "silent"])
         self.assertIn("1 late, 1 wrong, 1 silent of 4", result["reason"])
 
+    def test_dtype_errors_must_raise_at_the_call_with_the_cpus_message(self):
+        """Each common dtype an op does not list for the CPU gives its first sample in that dtype: where the CPU
+        refuses it, the device must raise at the call, with the CPU's message."""
+        from torch_mydev.conformance.error_runner import run_error_inputs
+
+        class FakeOp:
+            error_inputs_func = None
+
+            def supported_dtypes(self, device):
+                return {torch.float32, torch.float64, torch.complex64, torch.complex128, torch.bfloat16, torch.float16,
+                        torch.bool, torch.uint8}
+
+            def sample_inputs(self, device, dtype):
+                yield SampleInput(torch.ones(3, device=device, dtype=dtype))
+
+            def __call__(self, x):
+                refusal = f"\"fake_cpu\" not implemented for '{x.dtype}'"
+                if x.device.type == "cpu" or x.dtype == torch.int8:
+                    raise NotImplementedError(refusal)
+                if x.dtype == torch.int16:
+                    raise NotImplementedError("\"another_kernel_cpu\" not implemented")
+                if x.dtype == torch.int32:
+                    index = torch.tensor([0], device=x.device)
+                    torch.take(x, index)
+                    torch.take(x, index + 100)  # out of range: fails on the stream
+                return x
+
+        result = run_error_inputs(FakeOp(), device=torch.device("mydev"))
+        samples = result["samples"]
+        self.assertEqual({k: samples[f"dtype_{k}"] for k in ("at_call", "late", "wrong", "silent")},
+                         {"at_call": 1, "late": 1, "wrong": 1, "silent": 1})
+        self.assertEqual(result["status"], "mismatch")
+        self.assertEqual([(failure["input"], failure["outcome"]) for failure in result["inputs"]],
+                         [("int16 sample", "wrong"), ("int32 sample", "late"), ("int64 sample", "silent")])
+        self.assertIn("1 late, 1 wrong, 1 silent of the dtype errors", result["reason"])
+
+    def test_dtype_errors_of_real_ops_raise_at_the_call(self):
+        from torch_mydev.conformance.catalog import ops_by_name
+        from torch_mydev.conformance.error_runner import run_error_inputs
+
+        for name in ("bitwise_and", "gcd", "softmax", "nn.functional.conv2d", "scatter_reduce.mean"):
+            result = run_error_inputs(ops_by_name()[name], device=torch.device("mydev"))
+            self.assertGreater(result["samples"]["dtype_at_call"], 0, msg=name)
+            self.assertEqual(result["status"], "pass", msg=f"{name}: {result['reason']}")
+
     def test_error_inputs_of_each_device_are_paired_by_what_they_expect(self):
         """Upstream builds some error inputs for the CPU alone (bounds that CUDA checks in its kernels) and some for
         other devices alone: each device input meets the CPU input expecting the same error, and the CPU's own run on
         the device apart, where late is what CUDA does and silent fails."""
         from torch.testing._internal.opinfo.core import ErrorInput
 
-        from torch_mydev.conformance.error_runner import run_error_inputs
+        from torch_mydev.conformance.error_runner import COMMON_DTYPES, run_error_inputs
 
         class FakeOp:
             error_inputs_func = True
 
             def __init__(self, cpu_only_outcome):
                 self.cpu_only_outcome = cpu_only_outcome
+
+            def supported_dtypes(self, device):
+                return COMMON_DTYPES
 
             def error_inputs(self, device):
                 yield ErrorInput(SampleInput(torch.ones(3, device=device), args=("dtype",)), error_regex="bad dtype")

@@ -51,7 +51,7 @@ def parse_args(argv):
         "--no-error-inputs",
         dest="error_inputs",
         action="store_false",
-        help="skip the ops' error inputs (bad calls that must raise at the call, as on the CPU)",
+        help="skip the ops' error inputs and dtype errors (bad calls that must raise at the call, as on the CPU)",
     )
     parser.add_argument("--output", default="conformance-report", help="report directory (default: conformance-report)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per pair before it counts as a timeout")
@@ -256,6 +256,12 @@ def parts_below(report, fail_under):
     if "error_inputs" in report:
         summary = report["error_inputs"]["summary"]
         parts.append(("error inputs raised at the call", summary["at_call"], summary["inputs"]))
+        if summary.get("cpu_only"):
+            # Only the CPU's list has these: raising late, as CUDA's kernels do, passes; returning garbage does not.
+            raised = summary["cpu_only"] - summary["cpu_only_wrong"] - summary["cpu_only_silent"]
+            parts.append(("error inputs only the CPU checks, raised at the call or late", raised, summary["cpu_only"]))
+        if summary.get("dtype_inputs"):
+            parts.append(("dtype errors raised at the call", summary["dtype_at_call"], summary["dtype_inputs"]))
     if "upstream" in report:
         summary = report["upstream"]["summary"]
         parts.append(("upstream tests", *passing_and_counted(summary, summary["tests"])))
@@ -282,7 +288,9 @@ def print_summary(report, output):
             f"at the call, {summary['late']} late, {summary['wrong']} wrong, {summary['silent']} silent "
             f"({summary['cpu_does_not_raise']} more that the CPU does not reject); {summary['cpu_only']} more only the "
             f"CPU's list has: {summary['cpu_only_at_call']} at the call, {summary['cpu_only_late']} late (as on CUDA), "
-            f"{summary['cpu_only_wrong']} wrong, {summary['cpu_only_silent']} silent"
+            f"{summary['cpu_only_wrong']} wrong, {summary['cpu_only_silent']} silent; {summary['dtype_inputs']} "
+            f"samples in dtypes the CPU refuses: {summary['dtype_at_call']} at the call, {summary['dtype_late']} late, "
+            f"{summary['dtype_wrong']} wrong, {summary['dtype_silent']} silent"
         )
     if "upstream" in report:
         summary = report["upstream"]["summary"]

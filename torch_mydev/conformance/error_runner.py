@@ -22,18 +22,25 @@ device input is paired with the CPU input that expects the same exception type a
   (``cpu_only``): upstream does not ask a device for these, and a device that checks them in its kernels, as CUDA
   does, reports them ``late``. Only ``wrong`` or ``silent`` fails the op there: a call that raises nothing returned
   garbage.
+- Dtype errors (``dtype``): for each of the 12 common dtypes the OpInfo does not list for the CPU, its first sample
+  in that dtype, built on the CPU, where the call raises (most often "not implemented for"), becomes one more input:
+  moved to the device, it must raise at the call, the same exception type with the CPU's very message. A CPU kernel
+  dispatches on the dtype as it runs, so on an asynchronous device this error comes late unless the device checks
+  for it at the call.
 
-An op passes when every device input that the CPU rejects (or that only the device has) raises at the call, and no
-CPU-only input is wrong or silent.
+An op passes when every device input that the CPU rejects (or that only the device has) raises at the call, every
+dtype error does, and no CPU-only input is wrong or silent.
 """
 import re
 
 import torch
+from torch.testing._internal.opinfo.core import ErrorInput
 from torch.utils import _pytree as pytree
 
 from .execution import CPU, synchronize
 from .outcome import ERROR, MISMATCH, PASS, SKIPPED, exception_text, pair_without_samples
 from .sample_transfer import Call, DeviceTransfer
+from .selection import dtype_name
 
 AT_CALL = "at_call"
 LATE = "late"
@@ -45,21 +52,32 @@ FAILING = (LATE, WRONG, SILENT)
 # Outcomes of the inputs only the CPU has, counted as "cpu_only_<outcome>"; of those, these fail the op.
 CPU_ONLY_OUTCOMES = (AT_CALL, LATE, WRONG, SILENT)
 CPU_ONLY_FAILING = (WRONG, SILENT)
+# Outcomes of the dtype errors, counted as "dtype_<outcome>"; all but AT_CALL fail the op.
+DTYPE_OUTCOMES = (AT_CALL, LATE, WRONG, SILENT)
+
+
+COMMON_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                 torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128)
 
 
 def cpu_only(outcome):
     return f"cpu_only_{outcome}"
 
 
+def dtype_error(outcome):
+    return f"dtype_{outcome}"
+
+
 def run_error_inputs(op, *, device):
     try:
-        cpu_inputs = list(op.error_inputs(CPU.type))
-        device_inputs = list(op.error_inputs(device.type))
+        cpu_inputs = list(op.error_inputs(CPU.type)) if op.error_inputs_func is not None else []
+        device_inputs = list(op.error_inputs(device.type)) if op.error_inputs_func is not None else []
     except Exception as exception:
         return pair_without_samples(ERROR, f"building the error inputs failed: {exception_text(exception)}")
     twins, cpu_alone = pair_inputs(cpu_inputs, device_inputs)
     counts = {outcome: 0 for outcome in OUTCOMES}
     counts.update({cpu_only(outcome): 0 for outcome in CPU_ONLY_OUTCOMES})
+    counts.update({dtype_error(outcome): 0 for outcome in DTYPE_OUTCOMES})
     failures = []
     for index, (device_input, cpu_input) in enumerate(zip(device_inputs, twins)):
         if cpu_input is not None and _call(op, cpu_input, CPU)[0] != AT_CALL:
@@ -77,7 +95,12 @@ def run_error_inputs(op, *, device):
         counts[cpu_only(outcome)] += 1
         if outcome in CPU_ONLY_FAILING:
             failures.append(_failure(f"CPU-only #{index}", outcome, cpu_input, raised))
-    judged = sum(counts[outcome] for outcome in (AT_CALL, *FAILING))
+    for dtype, cpu_input in dtype_error_inputs(op):
+        outcome, raised = _call(op, _moved(cpu_input, device), device)
+        counts[dtype_error(outcome)] += 1
+        if outcome != AT_CALL:
+            failures.append(_failure(f"{dtype_name(dtype)} sample", outcome, cpu_input, raised))
+    judged = sum(counts[outcome] + counts[dtype_error(outcome)] for outcome in (AT_CALL, *FAILING))
     samples = {"run": judged, **counts}
     if failures:
         first = failures[0]
@@ -85,6 +108,9 @@ def run_error_inputs(op, *, device):
         if any(counts[outcome] for outcome in FAILING):
             tallies.append(", ".join(f"{counts[outcome]} {outcome}" for outcome in FAILING if counts[outcome])
                            + f" of {judged}")
+        if any(counts[dtype_error(outcome)] for outcome in FAILING):
+            tallies.append(", ".join(f"{counts[dtype_error(outcome)]} {outcome}" for outcome in FAILING
+                                     if counts[dtype_error(outcome)]) + " of the dtype errors")
         if any(counts[cpu_only(outcome)] for outcome in CPU_ONLY_FAILING):
             tallies.append(", ".join(f"{counts[cpu_only(outcome)]} {outcome}" for outcome in CPU_ONLY_FAILING
                                      if counts[cpu_only(outcome)]) + " of the CPU-only inputs")
@@ -92,8 +118,30 @@ def run_error_inputs(op, *, device):
         reason += f", got {first['raised']}" if first["raised"] else ", nothing raised"
         return {"status": MISMATCH, "reason": reason, "samples": samples, "failure": first, "inputs": failures}
     if judged == 0:
-        return {"status": SKIPPED, "reason": "no error input raises on the CPU", "samples": samples, "failure": None}
+        return {"status": SKIPPED, "reason": "no error input or dtype raises on the CPU", "samples": samples,
+                "failure": None}
     return {"status": PASS, "reason": None, "samples": samples, "failure": None}
+
+
+def dtype_error_inputs(op):
+    """(dtype, CPU error input) for each common dtype the OpInfo does not list for the CPU whose first sample the
+    CPU refuses: the input expects the CPU's exception type and its very message."""
+    inputs = []
+    supported = set(op.supported_dtypes(CPU.type))
+    for dtype in COMMON_DTYPES:
+        if dtype in supported:
+            continue
+        try:
+            sample = next(iter(op.sample_inputs(CPU.type, dtype)), None)
+        except Exception:
+            continue  # the OpInfo cannot build a sample in this dtype: nothing to call
+        if sample is None:
+            continue
+        try:
+            op(sample.input, *sample.args, **sample.kwargs)
+        except Exception as exception:
+            inputs.append((dtype, ErrorInput(sample, error_type=type(exception), error_regex=re.escape(str(exception)))))
+    return inputs
 
 
 def pair_inputs(cpu_inputs, device_inputs):
@@ -169,4 +217,11 @@ def _call(op, error_input, device):
 
 def _matches(regex, exception, device):
     message = str(exception)
-    return re.search(regex, message) is not None or re.search(regex, message.replace(device.type, "cpu")) is not None
+    return any(re.search(regex, text) is not None for text in (message, _as_on_the_cpu(message, device)))
+
+
+def _as_on_the_cpu(message, device):
+    """The message with the CPU's names where the device's stand: a device name, and a tensor's type, which ATen
+    writes as torch.ByteTensor for a CPU tensor and as mydevByteType for one of a PrivateUse1 device."""
+    message = re.sub(rf"\b{re.escape(device.type)}(\w+)Type\b", r"torch.\1Tensor", message)
+    return message.replace(device.type, "cpu")

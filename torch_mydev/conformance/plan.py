@@ -16,8 +16,9 @@ def plan_ops(patterns, dtypes):
 
 
 def plan_error_inputs(patterns):
-    """One item per selected OpInfo that has error inputs: they are dtype-free (each builds its own tensors)."""
-    ops = [op for op in ops_by_name().values() if op.error_inputs_func is not None and matches(op_names(op), patterns)]
+    """One item per selected OpInfo, for its error inputs and its dtype errors: dtype-free (each builds its own
+    tensors)."""
+    ops = [op for op in ops_by_name().values() if matches(op_names(op), patterns)]
     return [_item("errors", op.full_name, "any", op_family(op)) for op in ops]
 
 

@@ -236,12 +236,16 @@ def _error_inputs_section(error_inputs):
         "with the expected exception type and message: not only at the next synchronization (<em>late</em>), not "
         "another error (<em>wrong</em>), not nothing (<em>silent</em>). Inputs upstream builds for the CPU alone "
         "(bounds that CUDA checks in its kernels) run on the device too: there, late is what CUDA does, and only "
-        "wrong or silent fails.</p>",
+        "wrong or silent fails. Dtype errors: for each of the 12 common dtypes an op does not list for the CPU, its "
+        "first sample in that dtype, where the CPU refuses it, must raise at the call with the CPU's message.</p>",
         f'<p class="meta">{summary["ops"]} ops; {summary["inputs"]} inputs the CPU rejects: {summary["at_call"]} at the '
         f'call ({_percent(rate)}), {summary["late"]} late, {summary["wrong"]} wrong, '
         f'{summary["silent"]} silent; {summary["cpu_does_not_raise"]} more the CPU does not reject. '
         f'{summary["cpu_only"]} only for the CPU: {summary["cpu_only_at_call"]} at the call, '
-        f'{summary["cpu_only_late"]} late, {summary["cpu_only_wrong"]} wrong, {summary["cpu_only_silent"]} silent.</p>',
+        f'{summary["cpu_only_late"]} late, {summary["cpu_only_wrong"]} wrong, {summary["cpu_only_silent"]} silent. '
+        f'{summary.get("dtype_inputs", 0)} dtype errors: {summary.get("dtype_at_call", 0)} at the call, '
+        f'{summary.get("dtype_late", 0)} late, {summary.get("dtype_wrong", 0)} wrong, '
+        f'{summary.get("dtype_silent", 0)} silent.</p>',
         _cards(summary, "ops with error inputs"),
         "<h3>Ops whose error inputs did not all raise at the call</h3>",
         _failure_table("errors", error_inputs["results"]),

@@ -2,7 +2,7 @@
 of the ops' error inputs."""
 from collections import defaultdict
 
-from .error_runner import CPU_ONLY_OUTCOMES, FAILING, OUTCOMES, cpu_only
+from .error_runner import CPU_ONLY_OUTCOMES, DTYPE_OUTCOMES, FAILING, OUTCOMES, cpu_only, dtype_error
 from .outcome import NOT_APPLICABLE, PASS, SKIPPED, STATUSES
 
 
@@ -43,15 +43,20 @@ def _percent(part, whole):
 
 def summarize_error_inputs(results):
     """Ops by status, and their error inputs by outcome (error_runner.py): ``inputs`` counts those the device must
-    reject at the call, ``cpu_only`` those only the CPU's list has (and the CPU rejects), run on the device too."""
-    names = (*OUTCOMES, *(cpu_only(outcome) for outcome in CPU_ONLY_OUTCOMES))
+    reject at the call, ``cpu_only`` those only the CPU's list has (and the CPU rejects), run on the device too,
+    ``dtype_inputs`` the samples in dtypes the CPU refuses."""
+    names = (*OUTCOMES, *(cpu_only(outcome) for outcome in CPU_ONLY_OUTCOMES),
+             *(dtype_error(outcome) for outcome in DTYPE_OUTCOMES))
     counts = {name: sum(result["samples"].get(name, 0) for result in results) for name in names}
     inputs = counts["at_call"] + sum(counts[outcome] for outcome in FAILING)
+    dtype_inputs = sum(counts[dtype_error(outcome)] for outcome in DTYPE_OUTCOMES)
     return {
         **tally(results),
         "ops": len(results),
         "inputs": inputs,
         **counts,
         "cpu_only": sum(counts[cpu_only(outcome)] for outcome in CPU_ONLY_OUTCOMES),
+        "dtype_inputs": dtype_inputs,
         "at_call_rate": _percent(counts["at_call"], inputs),
+        "dtype_at_call_rate": _percent(counts[dtype_error("at_call")], dtype_inputs),
     }
