@@ -97,6 +97,25 @@ class TestFusedBiasGelu(TestCase):
         opcheck(torch.ops.mydev.fused_bias_gelu_backward.default,
                 tuple(t.detach().cpu().requires_grad_() for t in (grad_output, x, bias)))
 
+    def test_inductor_calls_it_as_an_extern_kernel(self, device):
+        generator = torch.Generator().manual_seed(0)
+        x = torch.randn(8, 16, generator=generator, requires_grad=True)
+        bias = torch.randn(16, generator=generator, requires_grad=True)
+        dx = x.detach().to(device).requires_grad_()
+        dbias = bias.detach().to(device).requires_grad_()
+
+        def scaled(input, bias):
+            return torch.ops.mydev.fused_bias_gelu(input, bias, "none") * 2
+
+        torch._dynamo.reset()
+        out = torch.compile(scaled)(dx, dbias)
+        expected = F.gelu(x + bias) * 2
+        self.assertEqual(out.cpu(), expected)
+        out.sum().backward()
+        expected.sum().backward()
+        self.assertEqual(dx.grad.cpu(), x.grad)
+        self.assertEqual(dbias.grad.cpu(), bias.grad)
+
 
 instantiate_device_type_tests(TestFusedBiasGelu, globals(), only_for="privateuse1")
 
