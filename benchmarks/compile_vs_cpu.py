@@ -82,7 +82,7 @@ def measure(runs, repeat, warmup):
     samples = {name: [] for name, _, _ in runs}
     for _ in range(repeat):
         for name, device, run in runs:
-            samples[name].append(time_run(run, device))
+            samples[name].append(time_run(run, device).seconds)
     return samples
 
 
@@ -126,9 +126,9 @@ def triton_launch_cost(repeat):
         torch._dynamo.reset()
         kernel = torch.compile(lambda a: a * 2 + 1, backend="mydev", options={"codegen": codegen})
         kernel(x)
-        costs[codegen] = sorted(time_run(lambda: kernel(x), "mydev") for _ in range(repeat))[repeat // 2]
+        costs[codegen] = sorted(time_run(lambda: kernel(x), "mydev").seconds for _ in range(repeat))[repeat // 2]
     storage = x.cpu().untyped_storage()
-    costs["storage_self_copy"] = sorted(time_run(lambda: storage.copy_(storage), "cpu") for _ in range(repeat))[repeat // 2]
+    costs["storage_self_copy"] = sorted(time_run(lambda: storage.copy_(storage), "cpu").seconds for _ in range(repeat))[repeat // 2]
     return costs
 
 

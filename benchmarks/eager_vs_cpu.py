@@ -65,7 +65,7 @@ def measure_here(args):
     for case in CASES:
         if wanted not in case.name.lower() and wanted not in case.group.lower():
             continue
-        medians, samples = measure(case, args.repeat, args.warmup)
+        medians, samples, cores = measure(case, args.repeat, args.warmup)
         results.append({
             "group": case.group,
             "case": case.name,
@@ -74,6 +74,8 @@ def measure_here(args):
             "mydev_seconds": medians["mydev"],
             "ratio": medians["mydev"] / medians["cpu"],
             "spread": max(relative_spread(values) for values in samples.values()),
+            "cpu_busy_cores": cores["cpu"],
+            "mydev_busy_cores": cores["mydev"],
             "samples": samples,
         })
         print(f"  {args.host:<6}{case.name}", file=sys.stderr, flush=True)

@@ -5,7 +5,7 @@ COLUMNS = (
     f"{'group':<14}{'case':<48}"
     f"{'plain: cpu':>12}{'mydev':>10}{'ratio':>8}"
     f"{'tuned: cpu':>12}{'mydev':>10}{'ratio':>8}"
-    f"{'target':>8}  result{'spread':>8}"
+    f"{'target':>8}  result{'spread':>8}{'cores':>11}"
 )
 
 
@@ -29,4 +29,5 @@ def row(result):
         f"{host_columns(result['plain'])}{host_columns(result['tuned'])}"
         f"{result['target']:>7.2f}x  {'PASS' if result['meets_target'] else 'MISS':<6}"
         f"{result['tuned']['spread']:>7.0%}"
+        f"{result['tuned']['cpu_busy_cores']:>7.2f}/{result['tuned']['mydev_busy_cores']:.2f}"
     )

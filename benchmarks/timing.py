@@ -8,6 +8,7 @@ both alike rather than on whichever device was measured second.
 """
 import statistics
 import time
+from typing import NamedTuple
 
 import torch
 
@@ -19,12 +20,21 @@ def wait_for(device):
         torch.mydev.synchronize()
 
 
+class Timing(NamedTuple):
+    seconds: float
+    # The process's CPU time over the wall time: how many host cores the run
+    # kept busy. A core held by a spinning OpenMP thread counts: it was not
+    # free for other work either.
+    busy_cores: float
+
+
 def time_run(run, device):
     wait_for(device)
-    start = time.perf_counter()
+    cpu_start, start = time.process_time(), time.perf_counter()
     run()
     wait_for(device)
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return Timing(seconds, (time.process_time() - cpu_start) / seconds)
 
 
 def relative_spread(samples):
@@ -36,7 +46,7 @@ def relative_spread(samples):
 
 
 def measure(case, repeat, warmup):
-    """Seconds per operation on each device: the median over `repeat` samples and the samples themselves."""
+    """Per device: the median seconds per operation, the samples, and the median number of host cores busy."""
     runs = {device: case.setup(device) for device in DEVICES}
     # Warm-up fills the caching allocator, optimizer state and the kernels'
     # own caches (oneDNN primitives), none of which a steady-state loop pays for.
@@ -44,7 +54,12 @@ def measure(case, repeat, warmup):
         for _ in range(warmup):
             time_run(run, device)
     samples = {device: [] for device in DEVICES}
+    busy_cores = {device: [] for device in DEVICES}
     for _ in range(repeat):
         for device, run in runs.items():
-            samples[device].append(time_run(run, device) / case.operations)
-    return {device: statistics.median(values) for device, values in samples.items()}, samples
+            timing = time_run(run, device)
+            samples[device].append(timing.seconds / case.operations)
+            busy_cores[device].append(timing.busy_cores)
+    medians = {device: statistics.median(values) for device, values in samples.items()}
+    cores = {device: statistics.median(values) for device, values in busy_cores.items()}
+    return medians, samples, cores
