@@ -171,8 +171,8 @@ class TestFirstLaunchOfASignature(TestCase):
         self.assertEqual(out, ["raised_at_the_call", "raised_at_the_call", "3.0", "returned", "raised_at_synchronize"])
 
     def test_a_signature_holds_the_choices_that_pick_the_cpu_code(self):
-        # A refusal is remembered per signature. A mode string, a flag or a dim that makes the CPU run other code
-        # makes another signature: a refused call neither refuses a valid one nor lends it its message, in either
+        # A refusal is remembered per signature. A mode string, a flag, a dim or a scalar that makes the CPU run other
+        # code makes another signature: a refused call neither refuses a valid one nor lends it its message, in either
         # order, and a valid call does not make a later refused one late.
         program = """
             import torch
@@ -193,6 +193,8 @@ class TestFirstLaunchOfASignature(TestCase):
                 "softmax_over_dim_1": lambda d: torch._safe_softmax(torch.ones(3, 4, dtype=torch.cfloat, device=d), 1),
                 "round_of_bool": lambda d: torch.round(torch.ones(3, dtype=torch.bool, device=d)),
                 "round_of_bool_to_decimals": lambda d: torch.round(torch.ones(3, dtype=torch.bool, device=d), decimals=3),
+                "uint16_to_the_power_0": lambda d: torch.pow(torch.ones(3, dtype=torch.uint16, device=d), 0),
+                "uint16_to_the_power_2": lambda d: torch.pow(torch.ones(3, dtype=torch.uint16, device=d), 2),
             }
             def outcome(call, device):
                 try:
@@ -209,7 +211,8 @@ class TestFirstLaunchOfASignature(TestCase):
                 print(name, "same" if on_cpu == on_mydev else f"differs: {on_mydev!r} where the CPU: {on_cpu!r}")
             """
         names = ["scatter_reduce_mean", "scatter_reduce_sum", "conv_transpose3d", "conv3d", "softmax_over_dim_0",
-                 "softmax_over_dim_1", "round_of_bool", "round_of_bool_to_decimals"]
+                 "softmax_over_dim_1", "round_of_bool", "round_of_bool_to_decimals", "uint16_to_the_power_0",
+                 "uint16_to_the_power_2"]
         for order in (names, names[::-1]):
             result = run_python(f"ORDER = {order!r}\n" + textwrap.dedent(program))
             self.assertEqual(result.returncode, 0, result.stderr)

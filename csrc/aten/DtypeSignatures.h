@@ -7,16 +7,21 @@
 // host) raise it at the call.
 //
 // So each signature is vouched for once per process, at its first launch. A
-// signature is what picks the CPU code a kernel runs: the kernel, the dtype and
-// rank of each tensor (and a dtype= argument), and the value of each choice
-// among its other arguments — a mode string (scatter_reduce's "sum" runs, its
+// signature stands for the CPU code a kernel runs: the kernel, the dtype and
+// rank of each tensor (and a dtype= argument), and the value of each argument
+// that may pick other code — a mode string (scatter_reduce's "sum" runs, its
 // "mean" has no bool code), a flag (convolution's `transposed`), a dim
-// (softmax over the last dim runs other code than over the first). An integer
-// of magnitude kLargeChoice or more counts as "large" whatever its value: it
-// is a size or a count, which picks no code, and would otherwise make every
-// new size a new signature. Of a tensor's size, its order of magnitude counts:
-// some CPU kernels take another path, with another dispatch name, past a size
-// (bmm of bools: "bmm" below 400 products, "addmm_impl_cpu_" above).
+// (softmax over the last dim runs other code than over the first), a scalar
+// (pow by 0 is a fill, by 1 a copy, by 2 a kernel without unsigned code). An
+// integer of magnitude kLargeChoice or more counts as "large" whatever its
+// value, and so does a real number that is not a small multiple of 1/2: they
+// are sizes, counts or factors, which pick no code, and would otherwise make
+// every new value a new signature. Where a probe vouches for signatures (it
+// costs no wait), a tensor's order of magnitude of size counts too, which
+// approximates the size thresholds past which some CPU kernels take another
+// path with another dispatch name (bmm of bools: "bmm" below 400 products,
+// "addmm_impl_cpu_" above); a kernel without a probe would wait for every new
+// size, and leaves it out.
 //
 // - A probe, where the kernel has one, runs the same CPU code on the calling
 //   thread over tiny stand-ins of the arguments (DtypeProbe.h: every tensor
@@ -42,6 +47,7 @@
 #include <c10/util/SmallVector.h>
 #include <c10/util/llvmMathExtras.h>
 
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <optional>
@@ -56,6 +62,10 @@ class LaunchSignature {
   // literal, an operator's schema); `name` is the kernel name its launch uses.
   LaunchSignature(const void* kernel, const char* name) : kernel_(kernel), name_(name) {}
 
+  // From here on, a tensor's order of magnitude of size counts (see above):
+  // for launches a probe vouches for.
+  void countSizes() { sized_ = true; }
+
   static constexpr int64_t kLargeChoice = 64;
 
   void add(const at::Tensor& tensor) {
@@ -64,15 +74,33 @@ class LaunchSignature {
       return;
     }
     const int64_t numel = tensor.numel();
-    const auto magnitude = static_cast<int64_t>(64 - c10::llvm::countLeadingZeros(static_cast<uint64_t>(numel)));
+    const auto magnitude =
+        sized_ ? static_cast<int64_t>(64 - c10::llvm::countLeadingZeros(static_cast<uint64_t>(numel))) : 0;
     parts_.push_back(
         part(Part::Tensor, static_cast<int64_t>(tensor.scalar_type()) << 16 | tensor.dim() << 8 | magnitude));
     teaches_ = teaches_ && numel != 0;
+  }
+  // A Scalar argument: its kind and its value.
+  void add(const c10::Scalar& scalar) {
+    add(scalar.type());
+    if (scalar.isComplex()) {
+      addRealChoice(scalar.toComplexDouble().real());
+      addRealChoice(scalar.toComplexDouble().imag());
+    } else if (scalar.isFloatingPoint()) {
+      addRealChoice(scalar.toDouble());
+    } else {
+      addChoice(scalar.toLong());
+    }
   }
   void add(c10::ScalarType dtype) { parts_.push_back(part(Part::Dtype, static_cast<int64_t>(dtype))); }
   void addChoice(int64_t value) {
     const bool large = value >= kLargeChoice || value <= -kLargeChoice;
     parts_.push_back(large ? part(Part::LargeInteger, 0) : part(Part::Integer, value + kLargeChoice));
+  }
+  void addRealChoice(double value) {
+    const double halves = value * 2;
+    const bool small = std::abs(halves) < kLargeChoice && halves == std::trunc(halves);
+    parts_.push_back(small ? part(Part::Real, static_cast<int64_t>(halves) + kLargeChoice) : part(Part::LargeReal, 0));
   }
   void addChoice(std::string_view value) {
     parts_.push_back(part(Part::String, static_cast<int64_t>(std::hash<std::string_view>()(value))));
@@ -86,7 +114,7 @@ class LaunchSignature {
   bool teaches() const { return teaches_; }
 
  private:
-  enum class Part : int64_t { Tensor = 1, Dtype, Integer, LargeInteger, String, Absent };
+  enum class Part : int64_t { Tensor = 1, Dtype, Integer, LargeInteger, Real, LargeReal, String, Absent };
   // The kind in the top byte, so that a part of one kind never equals one of another.
   static int64_t part(Part kind, int64_t value) {
     return static_cast<int64_t>(kind) << 56 | (value & ((int64_t{1} << 56) - 1));
@@ -94,6 +122,7 @@ class LaunchSignature {
 
   const void* kernel_;
   const char* name_;
+  bool sized_ = false;
   c10::SmallVector<int64_t, 8> parts_;
   bool teaches_ = true;
 };

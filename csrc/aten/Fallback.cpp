@@ -60,24 +60,49 @@ bool anyArgumentTensor(c10::ArrayRef<c10::IValue> args, Predicate&& predicate) {
   return found;
 }
 
+// The type of an argument's values: T of T, T? and T[].
+c10::TypeKind valueKind(const c10::Argument& argument) {
+  c10::TypePtr type = argument.real_type();
+  if (const auto optional = type->cast<c10::OptionalType>()) {
+    type = optional->getElementType();
+  }
+  if (const auto list = type->cast<c10::ListType>()) {
+    type = list->getElementType();
+  }
+  return type->kind();
+}
+
+// Whether an int argument's value may pick the CPU code, by its name: a dim, a
+// reduction or a number of decimals may; a position, a size or a count
+// (narrow's start, topk's k) does not, and counting each of its values would
+// make a loop over it a loop over new signatures, each first launch waiting
+// for its kernel where the probe's stand-ins refuse the value.
+bool intPicksCode(const c10::Argument& argument) {
+  const std::string& name = argument.name();
+  return name.find("dim") != std::string::npos || name == "reduction" || name == "decimals";
+}
+
 // Adds to a launch's signature what a boxed argument tells about the CPU code
-// its kernel runs (DtypeSignatures.h). A number passed for a Scalar counts as
-// a choice too: the few values small enough to be one are as many signatures.
-void addToSignature(LaunchSignature& signature, const c10::IValue& value) {
-  if (value.isInt()) {
-    signature.addChoice(value.toInt());
-  } else if (value.isBool()) {
-    signature.addChoice(static_cast<int64_t>(value.toBool()));
+// its kernel runs (DtypeSignatures.h).
+void addToSignature(LaunchSignature& signature, const c10::IValue& value, const c10::Argument& argument) {
+  const bool plain_int = valueKind(argument) == c10::TypeKind::IntType;
+  if (value.isNone()) {
+    signature.addAbsent();
   } else if (value.isString()) {
     signature.addChoice(value.toStringView());
   } else if (value.isIntList()) {
     const auto list = value.toIntList();
     signature.addChoice(static_cast<int64_t>(list.size()));
-    for (const int64_t element : list) {
-      signature.addChoice(element);
+    if (!plain_int || intPicksCode(argument)) {
+      for (const int64_t element : list) {
+        signature.addChoice(element);
+      }
     }
-  } else if (value.isNone()) {
-    signature.addAbsent();
+  } else if (value.isInt() && plain_int) {
+    signature.addChoice(intPicksCode(argument) ? value.toInt() : LaunchSignature::kLargeChoice);
+  } else if (value.isScalar()) {
+    // A Scalar, a float, a bool, or a dtype, layout or memory format passed as an int.
+    signature.add(value.toScalar());
   } else {
     forEachTensor(value, [&](const at::Tensor& tensor) { signature.add(tensor); });
   }
@@ -488,8 +513,9 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   // Its arguments and its results' dtypes (which a dtype= argument may choose).
   const std::string name = kernelName(op);
   LaunchSignature signature(&schema, name.c_str());
-  for (const c10::IValue& value : args) {
-    addToSignature(signature, value);
+  signature.countSizes();  // cpuKernelRunsForDtypes below vouches without waiting
+  for (size_t i = 0; i < args.size(); ++i) {
+    addToSignature(signature, args[i], schema.arguments()[i]);
   }
   for (size_t r = 0; r < num_returns; ++r) {
     forEachTensor(meta_stack[r], [&](const at::Tensor& meta) { signature.add(meta); });

@@ -89,7 +89,12 @@ void addToSignature(LaunchSignature& signature, const T& argument) {
   } else if constexpr (std::is_same_v<T, std::string_view>) {
     signature.addChoice(argument);
   } else if constexpr (std::is_same_v<T, at::Scalar>) {
-    signature.add(argument.type());
+    signature.add(argument);
+  } else if constexpr (std::is_same_v<T, at::ArrayRef<at::Scalar>>) {
+    signature.addChoice(static_cast<int64_t>(argument.size()));
+    for (const at::Scalar& scalar : argument) {
+      signature.add(scalar);
+    }
   } else if constexpr (std::is_same_v<T, at::IntArrayRef> || std::is_same_v<T, std::vector<int64_t>>) {
     signature.addChoice(static_cast<int64_t>(argument.size()));
     for (const int64_t value : argument) {
@@ -135,7 +140,7 @@ class NativeCall {
   // The first launch of each dtype signature is watched (DtypeSignatures.h).
   template <typename... Args, typename Body>
   void launch(Body body, const Args&... args) {
-    launchProbed(noDtypeProbe, std::move(body), args...);
+    launchSigned(noDtypeProbe, /*sized=*/false, std::move(body), args...);
   }
 
   // Adds to the launch's signature (DtypeSignatures.h) the arguments that the
@@ -150,6 +155,12 @@ class NativeCall {
   // launch(), with `probe()` to vouch for a new dtype signature instead.
   template <typename Probe, typename Body, typename... Args>
   void launchProbed(const Probe& probe, Body body, const Args&... args) {
+    launchSigned(probe, /*sized=*/true, std::move(body), args...);
+  }
+
+ private:
+  template <typename Probe, typename Body, typename... Args>
+  void launchSigned(const Probe& probe, bool sized, Body body, const Args&... args) {
     using Captured = CapturedArguments<std::index_sequence_for<Args...>, std::decay_t<Args>...>;
     struct Kernel {
       Body body;
@@ -163,6 +174,9 @@ class NativeCall {
     };
     issueHostWarnings();
     LaunchSignature signature = captured_choices_;
+    if (sized) {
+      signature.countSizes();
+    }
     (detail::addToSignature(signature, args), ...);
     // Every argument is captured once, in place, into the kernel's storage.
     launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
@@ -171,7 +185,6 @@ class NativeCall {
     });
   }
 
- private:
   template <typename... Args>
   static c10::DeviceIndex resolveDeviceOf(const char* name, const Args&... args) {
     reissueKernelWarnings();
