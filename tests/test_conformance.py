@@ -113,7 +113,7 @@ class TestConformanceRun(TestCase):
         self.assertEqual((summary["dtype_late"], summary["dtype_wrong"], summary["dtype_silent"]), (0, 0, 0))
         self.assertEqual(summary["at_call_rate"], 100.0)
         self.assertEqual(summary["dtype_at_call_rate"], 100.0)
-        self.assertIn("error inputs of 6 ops", self.process.stdout)
+        self.assertIn("error inputs and dtype errors of 6 ops", self.process.stdout)
 
     def test_html_report_is_self_contained(self):
         with open(os.path.join(self.directory, "report.html"), encoding="utf-8") as file:
@@ -358,13 +358,20 @@ class TestConformanceOptions(TestCase):
         }
         self.assertEqual(parts_below(upstream_only, 80), [])
         self.assertEqual(parts_below(upstream_only, 90), ["upstream tests: 8 of 9 pass (88.89%)"])
-        with_error_inputs = {**sweep_only, "error_inputs": {"summary": {"at_call": 9, "inputs": 10}}}
-        self.assertEqual(parts_below(with_error_inputs, 90), [])
-        self.assertEqual(parts_below(with_error_inputs, 95), ["error inputs raised at the call: 9 of 10 pass (90.00%)"])
-        cpu_only_silent = {**sweep_only, "error_inputs": {"summary": {
-            "at_call": 10, "inputs": 10, "cpu_only": 4, "cpu_only_wrong": 0, "cpu_only_silent": 1}}}
-        self.assertEqual(parts_below(cpu_only_silent, 99),
+        def error_summary(at_call=0, inputs=0, cpu_only=0, cpu_only_silent=0, dtype_at_call=0, dtype_inputs=0):
+            return {**sweep_only, "error_inputs": {"summary": {
+                "at_call": at_call, "inputs": inputs, "cpu_only": cpu_only, "cpu_only_wrong": 0,
+                "cpu_only_silent": cpu_only_silent, "dtype_at_call": dtype_at_call, "dtype_inputs": dtype_inputs}}}
+
+        self.assertEqual(parts_below(error_summary(9, 10), 90), [])
+        self.assertEqual(parts_below(error_summary(9, 10), 95), ["error inputs raised at the call: 9 of 10 pass (90.00%)"])
+        self.assertEqual(parts_below(error_summary(10, 10, cpu_only=4, cpu_only_silent=1), 99),
                          ["error inputs only the CPU checks, raised at the call or late: 3 of 4 pass (75.00%)"])
+        self.assertEqual(parts_below(error_summary(dtype_at_call=3, dtype_inputs=4), 99),
+                         ["dtype errors raised at the call: 3 of 4 pass (75.00%)"])
+        # ops without error inputs whose dtype errors all raise at the call pass the gate
+        self.assertEqual(parts_below(error_summary(dtype_at_call=4, dtype_inputs=4), 99), [])
+        self.assertEqual(parts_below(error_summary(), 99), ["error inputs and dtype errors: nothing was compared"])
 
     def test_error_inputs_are_classified_against_the_cpu(self):
         from torch.testing._internal.opinfo.core import ErrorInput

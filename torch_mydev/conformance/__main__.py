@@ -255,13 +255,16 @@ def parts_below(report, fail_under):
     parts = [(title, summary["pass"], summary["pairs"] - summary["skipped"]) for title, summary in pair_sections(report)]
     if "error_inputs" in report:
         summary = report["error_inputs"]["summary"]
-        parts.append(("error inputs raised at the call", summary["at_call"], summary["inputs"]))
-        if summary.get("cpu_only"):
-            # Only the CPU's list has these: raising late, as CUDA's kernels do, passes; returning garbage does not.
-            raised = summary["cpu_only"] - summary["cpu_only_wrong"] - summary["cpu_only_silent"]
-            parts.append(("error inputs only the CPU checks, raised at the call or late", raised, summary["cpu_only"]))
-        if summary.get("dtype_inputs"):
-            parts.append(("dtype errors raised at the call", summary["dtype_at_call"], summary["dtype_inputs"]))
+        # Only the CPU's list has the cpu_only inputs: raising late, as CUDA's kernels do, passes; returning garbage
+        # does not.
+        cpu_only_raised = summary["cpu_only"] - summary["cpu_only_wrong"] - summary["cpu_only_silent"]
+        error_parts = [
+            ("error inputs raised at the call", summary["at_call"], summary["inputs"]),
+            ("error inputs only the CPU checks, raised at the call or late", cpu_only_raised, summary["cpu_only"]),
+            ("dtype errors raised at the call", summary["dtype_at_call"], summary["dtype_inputs"]),
+        ]
+        compared = [part for part in error_parts if part[2] > 0]
+        parts += compared or [("error inputs and dtype errors", 0, 0)]
     if "upstream" in report:
         summary = report["upstream"]["summary"]
         parts.append(("upstream tests", *passing_and_counted(summary, summary["tests"])))
@@ -284,7 +287,8 @@ def print_summary(report, output):
     if "error_inputs" in report:
         summary = report["error_inputs"]["summary"]
         print(
-            f"error inputs of {summary['ops']} ops: {summary['inputs']} that the CPU rejects: {summary['at_call']} raise "
+            f"error inputs and dtype errors of {summary['ops']} ops: {summary['inputs']} error inputs that the CPU "
+            f"rejects: {summary['at_call']} raise "
             f"at the call, {summary['late']} late, {summary['wrong']} wrong, {summary['silent']} silent "
             f"({summary['cpu_does_not_raise']} more that the CPU does not reject); {summary['cpu_only']} more only the "
             f"CPU's list has: {summary['cpu_only_at_call']} at the call, {summary['cpu_only_late']} late (as on CUDA), "

@@ -31,6 +31,7 @@ device input is paired with the CPU input that expects the same exception type a
 An op passes when every device input that the CPU rejects (or that only the device has) raises at the call, every
 dtype error does, and no CPU-only input is wrong or silent.
 """
+import copy
 import re
 
 import torch
@@ -137,8 +138,10 @@ def dtype_error_inputs(op):
             continue  # the OpInfo cannot build a sample in this dtype: nothing to call
         if sample is None:
             continue
+        # On a copy: an in-place op may write before it raises, and the device must get the sample as built.
+        attempt = copy.deepcopy(sample)
         try:
-            op(sample.input, *sample.args, **sample.kwargs)
+            op(attempt.input, *attempt.args, **attempt.kwargs)
         except Exception as exception:
             inputs.append((dtype, ErrorInput(sample, error_type=type(exception), error_regex=re.escape(str(exception)))))
     return inputs

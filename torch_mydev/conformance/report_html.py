@@ -246,7 +246,7 @@ def _error_inputs_section(error_inputs):
         f'{summary.get("dtype_inputs", 0)} dtype errors: {summary.get("dtype_at_call", 0)} at the call, '
         f'{summary.get("dtype_late", 0)} late, {summary.get("dtype_wrong", 0)} wrong, '
         f'{summary.get("dtype_silent", 0)} silent.</p>',
-        _cards(summary, "ops with error inputs"),
+        _cards(summary, "ops judged"),
         "<h3>Ops whose error inputs did not all raise at the call</h3>",
         _failure_table("errors", error_inputs["results"]),
     ]
