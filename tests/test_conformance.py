@@ -358,10 +358,12 @@ class TestConformanceOptions(TestCase):
         }
         self.assertEqual(parts_below(upstream_only, 80), [])
         self.assertEqual(parts_below(upstream_only, 90), ["upstream tests: 8 of 9 pass (88.89%)"])
-        def error_summary(at_call=0, inputs=0, cpu_only=0, cpu_only_silent=0, dtype_at_call=0, dtype_inputs=0):
+        def error_summary(at_call=0, inputs=0, cpu_only=0, cpu_only_silent=0, dtype_at_call=0, dtype_inputs=0,
+                          failed_ops=0):
             return {**sweep_only, "error_inputs": {"summary": {
                 "at_call": at_call, "inputs": inputs, "cpu_only": cpu_only, "cpu_only_wrong": 0,
-                "cpu_only_silent": cpu_only_silent, "dtype_at_call": dtype_at_call, "dtype_inputs": dtype_inputs}}}
+                "cpu_only_silent": cpu_only_silent, "dtype_at_call": dtype_at_call, "dtype_inputs": dtype_inputs,
+                "ops": 10, "error": failed_ops, "crash": 0, "timeout": 0}}}
 
         self.assertEqual(parts_below(error_summary(9, 10), 90), [])
         self.assertEqual(parts_below(error_summary(9, 10), 95), ["error inputs raised at the call: 9 of 10 pass (90.00%)"])
@@ -372,6 +374,8 @@ class TestConformanceOptions(TestCase):
         # ops without error inputs whose dtype errors all raise at the call pass the gate
         self.assertEqual(parts_below(error_summary(dtype_at_call=4, dtype_inputs=4), 99), [])
         self.assertEqual(parts_below(error_summary(), 99), ["error inputs and dtype errors: nothing was compared"])
+        self.assertEqual(parts_below(error_summary(10, 10, failed_ops=1), 99),
+                         ["ops whose error inputs and dtype errors were judged: 9 of 10 pass (90.00%)"])
 
     def test_error_inputs_are_classified_against_the_cpu(self):
         from torch.testing._internal.opinfo.core import ErrorInput

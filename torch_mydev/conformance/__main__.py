@@ -265,6 +265,9 @@ def parts_below(report, fail_under):
         ]
         compared = [part for part in error_parts if part[2] > 0]
         parts += compared or [("error inputs and dtype errors", 0, 0)]
+        # An op whose run failed (the kit's own error, a crash, a hang) judged none of its inputs.
+        failed = summary["error"] + summary["crash"] + summary["timeout"]
+        parts.append(("ops whose error inputs and dtype errors were judged", summary["ops"] - failed, summary["ops"]))
     if "upstream" in report:
         summary = report["upstream"]["summary"]
         parts.append(("upstream tests", *passing_and_counted(summary, summary["tests"])))
