@@ -97,6 +97,13 @@ class LaunchSignature {
     const bool large = value >= kLargeChoice || value <= -kLargeChoice;
     parts_.push_back(large ? part(Part::LargeInteger, 0) : part(Part::Integer, value + kLargeChoice));
   }
+  // A list of choices: its length, then each value.
+  void addChoices(c10::ArrayRef<int64_t> values) {
+    addChoice(static_cast<int64_t>(values.size()));
+    for (const int64_t value : values) {
+      addChoice(value);
+    }
+  }
   void addRealChoice(double value) {
     const double halves = value * 2;
     const bool small = std::abs(halves) < kLargeChoice && halves == std::trunc(halves);

@@ -91,12 +91,10 @@ void addToSignature(LaunchSignature& signature, const c10::IValue& value, const 
   } else if (value.isString()) {
     signature.addChoice(value.toStringView());
   } else if (value.isIntList()) {
-    const auto list = value.toIntList();
-    signature.addChoice(static_cast<int64_t>(list.size()));
     if (!plain_int || intPicksCode(argument)) {
-      for (const int64_t element : list) {
-        signature.addChoice(element);
-      }
+      signature.addChoices(value.toDimVector());
+    } else {
+      signature.addChoice(static_cast<int64_t>(value.toIntList().size()));
     }
   } else if (value.isInt() && plain_int) {
     signature.addChoice(intPicksCode(argument) ? value.toInt() : LaunchSignature::kLargeChoice);

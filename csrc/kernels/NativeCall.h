@@ -76,9 +76,11 @@ template <typename T, typename Visit>
 void forEachTensorIn(const T&, Visit&&) {}
 
 template <typename T>
-struct IsStdOptional : std::false_type {};
+struct IsOptional : std::false_type {};
 template <typename T>
-struct IsStdOptional<std::optional<T>> : std::true_type {};
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <>
+struct IsOptional<at::OptionalIntArrayRef> : std::true_type {};
 
 // Adds to a launch's signature what an argument tells about the CPU code its
 // kernel runs (DtypeSignatures.h): a tensor's dtype and rank, a choice's value.
@@ -96,17 +98,8 @@ void addToSignature(LaunchSignature& signature, const T& argument) {
       signature.add(scalar);
     }
   } else if constexpr (std::is_same_v<T, at::IntArrayRef> || std::is_same_v<T, std::vector<int64_t>>) {
-    signature.addChoice(static_cast<int64_t>(argument.size()));
-    for (const int64_t value : argument) {
-      signature.addChoice(value);
-    }
-  } else if constexpr (std::is_same_v<T, at::OptionalIntArrayRef>) {
-    if (argument.has_value()) {
-      addToSignature(signature, *argument);
-    } else {
-      signature.addAbsent();
-    }
-  } else if constexpr (IsStdOptional<T>::value) {
+    signature.addChoices(argument);
+  } else if constexpr (IsOptional<T>::value) {
     if (argument.has_value()) {
       addToSignature(signature, *argument);
     } else {
