@@ -35,6 +35,7 @@ import copy
 import re
 
 import torch
+from torch.testing._internal.common_dtype import all_types_and_complex_and
 from torch.testing._internal.opinfo.core import ErrorInput
 from torch.utils import _pytree as pytree
 
@@ -57,8 +58,7 @@ CPU_ONLY_FAILING = (WRONG, SILENT)
 DTYPE_OUTCOMES = (AT_CALL, LATE, WRONG, SILENT)
 
 
-COMMON_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
-                 torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128)
+COMMON_DTYPES = all_types_and_complex_and(torch.bool, torch.float16, torch.bfloat16)
 
 
 def cpu_only(outcome):
@@ -105,16 +105,9 @@ def run_error_inputs(op, *, device):
     samples = {"run": judged, **counts}
     if failures:
         first = failures[0]
-        tallies = []
-        if any(counts[outcome] for outcome in FAILING):
-            tallies.append(", ".join(f"{counts[outcome]} {outcome}" for outcome in FAILING if counts[outcome])
-                           + f" of {judged}")
-        if any(counts[dtype_error(outcome)] for outcome in FAILING):
-            tallies.append(", ".join(f"{counts[dtype_error(outcome)]} {outcome}" for outcome in FAILING
-                                     if counts[dtype_error(outcome)]) + " of the dtype errors")
-        if any(counts[cpu_only(outcome)] for outcome in CPU_ONLY_FAILING):
-            tallies.append(", ".join(f"{counts[cpu_only(outcome)]} {outcome}" for outcome in CPU_ONLY_FAILING
-                                     if counts[cpu_only(outcome)]) + " of the CPU-only inputs")
+        tallies = [tally for tally in (_tally(counts, FAILING, str, judged),
+                                       _tally(counts, FAILING, dtype_error, "the dtype errors"),
+                                       _tally(counts, CPU_ONLY_FAILING, cpu_only, "the CPU-only inputs")) if tally]
         reason = f"{'; '.join(tallies)}; first: input {first['input']} {first['outcome']}: expected {first['expected']}"
         reason += f", got {first['raised']}" if first["raised"] else ", nothing raised"
         return {"status": MISMATCH, "reason": reason, "samples": samples, "failure": first, "inputs": failures}
@@ -122,6 +115,12 @@ def run_error_inputs(op, *, device):
         return {"status": SKIPPED, "reason": "no error input or dtype raises on the CPU", "samples": samples,
                 "failure": None}
     return {"status": PASS, "reason": None, "samples": samples, "failure": None}
+
+
+def _tally(counts, outcomes, counted_as, whole):
+    """The outcomes counted (under ``counted_as(outcome)``) as '1 late, 2 wrong of <whole>', or None."""
+    found = [f"{counts[counted_as(outcome)]} {outcome}" for outcome in outcomes if counts[counted_as(outcome)]]
+    return f"{', '.join(found)} of {whole}" if found else None
 
 
 def dtype_error_inputs(op):
