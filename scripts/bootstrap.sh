@@ -11,7 +11,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
 CONSTRAINTS="$ROOT/scripts/constraints.txt"
-PIP=(--quiet --disable-pip-version-check -c "$CONSTRAINTS")
+PIP_QUIET=(--quiet --disable-pip-version-check)
+PIP=("${PIP_QUIET[@]}" -c "$CONSTRAINTS")
 
 # Prerequisites, checked before anything is installed or built, each with what to install when missing.
 missing=()
@@ -57,7 +58,7 @@ if [ "$(cat "$DEPENDENCIES_STAMP" 2>/dev/null)" != "$constraints_digest" ] \
   echo "[bootstrap] installing torch==2.13.0 and the other dependencies"
   without_triton="$(mktemp)"
   grep -v '^triton==' "$CONSTRAINTS" > "$without_triton"
-  "$PY" -m pip install --quiet --disable-pip-version-check -c "$without_triton" torch numpy pybind11 setuptools pytest expecttest
+  "$PY" -m pip install "${PIP_QUIET[@]}" -c "$without_triton" torch numpy pybind11 setuptools pytest expecttest
   rm -f "$without_triton"
   if "$PY" -m pip show triton >/dev/null 2>&1 && [ -z "$("$PY" -m pip show torch 2>/dev/null | grep '^Requires:.*triton')" ]; then
     "$PY" -m pip install "${PIP[@]}" triton || echo "[bootstrap] triton could not be installed; its tests will be skipped" >&2
