@@ -233,6 +233,32 @@ class TestKernelWorkspace(TestCase):
         torch.mydev.empty_cache()
         self.assertEqual(torch.mydev.kernel_workspace_stats()["idle_bytes"], 0)
 
+    def test_a_result_without_an_out_form_is_written_in_its_device_output(self):
+        # oneDNN's convolution allocates its own result: the kernel lends it the device output's memory.
+        before = torch.mydev.kernel_workspace_stats()["outputs_lent"]
+        self.convolve()
+        self.assertEqual(torch.mydev.kernel_workspace_stats()["outputs_lent"] - before, 1)
+
+    def test_a_result_lent_its_output_in_another_layout_is_moved_out_first(self):
+        # For a channels_last input the CPU returns channels_last; the device output is contiguous (as Meta
+        # predicts). The result takes the output's memory laid out its own way, so copying it in place would
+        # overwrite what it still has to read.
+        generator = torch.Generator().manual_seed(0)
+        images = torch.randn(2, 8, 16, 16, generator=generator).to(memory_format=torch.channels_last)
+        weight = torch.randn(8, 8, 3, 3, generator=generator)
+        self.assertTrue(torch.nn.functional.conv2d(images, weight).is_contiguous(memory_format=torch.channels_last))
+        before = torch.mydev.kernel_workspace_stats()["outputs_lent"]
+        result = torch.nn.functional.conv2d(images.to("mydev"), weight.to("mydev"))
+        self.assertTrue(result.is_contiguous())
+        self.assertEqual(result.cpu(), torch.nn.functional.conv2d(images, weight), atol=1e-4, rtol=1e-4)
+        self.assertEqual(torch.mydev.kernel_workspace_stats()["outputs_lent"] - before, 1)
+
+    def test_the_fallback_lends_its_fresh_outputs(self):
+        values = torch.arange(24.0).reshape(4, 6)
+        before = torch.mydev.kernel_workspace_stats()["outputs_lent"]
+        self.assertEqual(torch.roll(values.to("mydev"), 2, 1).cpu(), torch.roll(values, 2, 1))
+        self.assertEqual(torch.mydev.kernel_workspace_stats()["outputs_lent"] - before, 1)
+
     def test_host_allocations_outside_kernels_are_not_cached(self):
         before = torch.mydev.kernel_workspace_stats()
         torch.ones(1 << 20).mul_(2)

@@ -26,6 +26,7 @@
 #include "FallbackPaths.h"
 #include "FallbackPolicy.h"
 #include "HostChecks.h"
+#include "HostResults.h"
 #include "KernelLaunch.h"
 #include "OperatorDevice.h"
 #include "Resize.h"
@@ -367,7 +368,7 @@ at::Tensor emptyDevice(const at::Tensor& like, c10::DeviceIndex device) {
 
 namespace {
 
-// Where the CPU kernel's result for a fresh output must be copied (undefined
+// Where the CPU kernel's result for a fresh output must land (undefined
 // ref: the output aliases an argument or is undefined, nothing to copy).
 struct FreshOutput {
   size_t return_index;
@@ -419,13 +420,6 @@ at::Tensor deviceResult(const at::Tensor& meta, const MetaMirrors& mirrors, c10:
   at::Tensor output = emptyDevice(meta, device);
   fresh.push_back(FreshOutput{return_index, list_index, describe(output)});
   return output;
-}
-
-void copyResultInto(const DeviceTensorRef& ref, const at::Tensor& result, KernelMemory& memory) {
-  at::Tensor target = memory.map(ref);
-  TORCH_CHECK(target.sizes() == result.sizes(), "mydev fallback: the CPU kernel produced shape ", result.sizes(),
-              " but the Meta kernel predicted ", target.sizes());
-  target.copy_(result);
 }
 
 bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DeviceIndex device,
@@ -531,16 +525,25 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
                      mutated.emplace_back(cpu[i].toTensor(), &slots[i].tensors[0].ref);
                    }
                  }
+                 c10::SmallVector<at::Tensor, 2> targets;
+                 for (const FreshOutput& output : fresh) {
+                   targets.push_back(memory.map(output.ref));
+                 }
+                 HostResults placed(targets);
                  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &cpu);
                  for (const auto& [alias, ref] : mutated) {
                    settleViewBits(alias, ref->is_conj, ref->is_neg);
                  }
-                 for (const FreshOutput& output : fresh) {
-                   const c10::IValue& value = cpu[output.return_index];
-                   copyResultInto(output.ref,
-                                  output.list_index ? value.toTensorVector()[*output.list_index] : value.toTensor(),
-                                  memory);
+                 c10::SmallVector<at::Tensor, 2> results;
+                 for (size_t k = 0; k < fresh.size(); ++k) {
+                   const c10::IValue& value = cpu[fresh[k].return_index];
+                   results.push_back(fresh[k].list_index ? value.toTensorVector()[*fresh[k].list_index]
+                                                         : value.toTensor());
+                   TORCH_CHECK(targets[k].sizes() == results[k].sizes(),
+                               "mydev fallback: the CPU kernel produced shape ", results[k].sizes(),
+                               " but the Meta kernel predicted ", targets[k].sizes());
                  }
+                 placed.store(results);
                },
                watch);
   });

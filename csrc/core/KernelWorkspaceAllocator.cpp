@@ -9,6 +9,11 @@
 // allocator is wrapped, and while the calling thread runs a mydev kernel a
 // large buffer is taken from, and given back to, a cache of idle blocks.
 // Every other allocation goes to the wrapped allocator unchanged.
+//
+// The same wrapper lets a kernel point a CPU function's own result at the
+// device output it computes (offerKernelOutput): without it, a CPU function
+// with no out= form (oneDNN's convolution, flash attention) writes its result
+// to host memory, which the kernel then copies into the device output.
 #include "KernelWorkspaceAllocator.h"
 
 #include <mydev/runtime.h>
@@ -16,6 +21,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/flat_hash_map.h>
 
 #include <pthread.h>
@@ -33,6 +39,9 @@ namespace {
 constexpr size_t kMinCachedBytes = 128 << 10;
 // Idle blocks kept for reuse at most; a block freed beyond that goes back.
 constexpr size_t kMaxIdleBytes = 512 << 20;
+// live_'s size for a device output's memory lent to a result: when the result
+// is freed, the memory is neither kept nor freed (the device owns it).
+constexpr size_t kLentBlock = 0;
 
 class WorkspaceCache {
  public:
@@ -69,7 +78,17 @@ class WorkspaceCache {
     return ptr;
   }
 
-  // Whether ptr was a live workspace block (it is now idle, or freed).
+  void lend(void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.outputs_lent;
+    // Replaces a block still recorded if a result outlived its kernel (none
+    // of ATen's does): the memory is the device's now.
+    if (live_.insert_or_assign(ptr, kLentBlock).second) {
+      live_count_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // Whether ptr was a live workspace block (it is now idle, or freed) or lent.
   bool giveBack(void* ptr) {
     // Outside kernels no workspace block is live, and the wrapped
     // allocator's frees (every raw free of oneDNN's) skip the lock.
@@ -84,6 +103,9 @@ class WorkspaceCache {
     const size_t bytes = it->second;
     live_.erase(it);
     live_count_.fetch_sub(1, std::memory_order_release);
+    if (bytes == kLentBlock) {
+      return true;
+    }
     stats_.active_bytes -= bytes;
     if (stats_.idle_bytes + bytes > kMaxIdleBytes) {
       lock.unlock();
@@ -134,6 +156,25 @@ class WorkspaceCache {
 c10::Allocator* g_wrapped = nullptr;
 c10::DeleterFnPtr g_wrapped_raw_deleter = nullptr;
 
+struct OutputOffer {
+  void* ptr;
+  size_t bytes;
+};
+// This thread's offers: only its running kernel may take them.
+thread_local c10::SmallVector<OutputOffer, 4> t_output_offers;
+
+void* takeOutputOffer(size_t bytes) {
+  for (auto it = t_output_offers.begin(); it != t_output_offers.end(); ++it) {
+    if (it->bytes == bytes) {
+      void* ptr = it->ptr;
+      t_output_offers.erase(it);
+      WorkspaceCache::instance().lend(ptr);
+      return ptr;
+    }
+  }
+  return nullptr;
+}
+
 // raw_allocate's blocks (oneDNN's, through ideep) come back to raw_deleter()
 // with their address only, so one deleter serves blocks of both origins; the
 // cache's blocks carry it too.
@@ -151,10 +192,16 @@ void deleteWorkspaceOrWrapped(void* ptr) {
 class KernelWorkspaceAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t bytes) override {
-    if (bytes < kMinCachedBytes || mydevInKernel() == 0) {
+    if (mydevInKernel() == 0) {
       return g_wrapped->allocate(bytes);
     }
-    void* ptr = WorkspaceCache::instance().take(bytes);
+    void* ptr = t_output_offers.empty() ? nullptr : takeOutputOffer(bytes);
+    if (ptr == nullptr) {
+      if (bytes < kMinCachedBytes) {
+        return g_wrapped->allocate(bytes);
+      }
+      ptr = WorkspaceCache::instance().take(bytes);
+    }
     return {ptr, ptr, &deleteWorkspaceOrWrapped, c10::Device(c10::DeviceType::CPU)};
   }
 
@@ -188,5 +235,13 @@ void releaseIdleKernelWorkspaces() { WorkspaceCache::instance().releaseIdle(); }
 KernelWorkspaceStats kernelWorkspaceStats() { return WorkspaceCache::instance().stats(); }
 
 bool kernelWorkspaceCacheInstalled() { return g_installed; }
+
+void offerKernelOutput(void* ptr, size_t bytes) {
+  if (g_installed && bytes > 0) {
+    t_output_offers.push_back({ptr, bytes});
+  }
+}
+
+void withdrawKernelOutputs() { t_output_offers.clear(); }
 
 }  // namespace torch_mydev

@@ -12,11 +12,20 @@ struct KernelWorkspaceStats {
   size_t idle_bytes = 0;    // in blocks kept for reuse
   uint64_t requests = 0;    // large allocations made inside kernels
   uint64_t reused = 0;      // ... that an idle block served
+  uint64_t outputs_lent = 0;  // allocations a kernel's own output served
 };
 
 KernelWorkspaceStats kernelWorkspaceStats();
 // False when another CPU allocator could not be wrapped (see the .cpp).
 bool kernelWorkspaceCacheInstalled();
+
+// Inside a kernel: the first CPU allocation of exactly `bytes` that this
+// thread makes gets `ptr` (a fresh device output, as the kernel maps it), so
+// that a CPU function allocating its own result usually writes it in place.
+// Any allocation of that size may take it, an intermediate too: the kernel
+// checks where each result landed. Offers last until withdrawn.
+void offerKernelOutput(void* ptr, size_t bytes);
+void withdrawKernelOutputs();
 
 // Frees the idle workspace blocks kept for reuse (torch.mydev.empty_cache).
 void releaseIdleKernelWorkspaces();

@@ -85,9 +85,10 @@ FusedAttentionResult fusedAttention(const Tensor& query, const Tensor& key, cons
   call.launch(
       [is_causal, scale](const Tensor& query, const Tensor& key, const Tensor& value,
                          const std::optional<Tensor>& attn_bias, const Tensor& output, const Tensor& logsumexp) {
+        HostResults results({output, logsumexp});
         const auto [out, lse] =
             at::cpu::_scaled_dot_product_flash_attention_for_cpu(query, key, value, 0.0, is_causal, attn_bias, scale);
-        copyHostResults({{output, out}, {logsumexp, lse}});
+        results.store({out, lse});
       },
       query, key, value, attn_bias, output, logsumexp);
   // As the Meta kernel returns them: no cumulative sequence lengths or debug mask, 0-dim seed and offset.
@@ -116,9 +117,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
                                     const Tensor& value, const Tensor& out, const Tensor& logsumexp,
                                     const std::optional<Tensor>& mask, const Tensor& grad_query,
                                     const Tensor& grad_key, const Tensor& grad_value) {
+        HostResults results({grad_query, grad_key, grad_value});
         const auto [dq, dk, dv] = at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
             grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, mask, scale);
-        copyHostResults({{grad_query, dq}, {grad_key, dk}, {grad_value, dv}});
+        results.store({dq, dk, dv});
       },
       grad_out, query, key, value, out, logsumexp, mask, grad_query, grad_key, grad_value);
   return {grad_query, grad_key, grad_value, Tensor()};

@@ -5,7 +5,7 @@
 // (ConvUtils.h), the outputs are contiguous (what PyTorch's meta and fake
 // kernels predict for an "overrideable" backend, so eager and torch.compile
 // agree), and the kernel runs ATen's CPU convolution over device memory. The
-// CPU convolution allocates its own result, which the kernel copies into the
+// CPU convolution allocates its own result, which HostResults places in the
 // device output.
 #include "NativeCall.h"
 
@@ -35,8 +35,9 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
       [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(), transposed,
        output_padding = output_padding.vec(), groups](const Tensor& input, const Tensor& weight,
                                                       const std::optional<Tensor>& bias, Tensor output) {
-        output.copy_(at::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
-                                     groups));
+        HostResults results(output);
+        results.store(
+            {at::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)});
       },
       input, weight, bias, output);
   return output;
@@ -58,11 +59,12 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(const Tensor& grad_output
        output_padding = output_padding.vec(), groups, output_mask,
        out_channels](const Tensor& grad_output, const Tensor& input, const Tensor& weight, Tensor grad_input,
                      Tensor grad_weight, Tensor grad_bias) {
+        HostResults results({grad_input, grad_weight, grad_bias});
         const auto [input_result, weight_result, bias_result] = at::convolution_backward(
             grad_output, input, weight, output_mask[2] ? std::optional<at::IntArrayRef>(at::IntArrayRef(out_channels))
                                                        : std::nullopt,
             stride, padding, dilation, transposed, output_padding, groups, output_mask);
-        copyHostResults({{grad_input, input_result}, {grad_weight, weight_result}, {grad_bias, bias_result}});
+        results.store({input_result, weight_result, bias_result});
       },
       grad_output, input, weight, grad_input, grad_weight, grad_bias);
   return {grad_input, grad_weight, grad_bias};

@@ -14,6 +14,7 @@
 
 #include "../aten/KernelLaunch.h"
 #include "../aten/DtypeSignatures.h"
+#include "../aten/HostResults.h"
 #include "../aten/OperatorDevice.h"
 #include "../core/Device.h"
 #include "../core/KernelWarnings.h"
@@ -205,16 +206,5 @@ class NativeCall {
   c10::WarningHandler* caller_warnings_;  // null once restored
   LaunchSignature captured_choices_{name_, name_};
 };
-
-// On the worker: copies each defined result of a CPU function that allocates
-// its own outputs into the device output it stands for (an undefined output
-// was not requested).
-inline void copyHostResults(std::initializer_list<std::pair<at::Tensor, at::Tensor>> outputs_and_results) {
-  for (const auto& [output, result] : outputs_and_results) {
-    if (output.defined()) {
-      at::Tensor(output).copy_(result);
-    }
-  }
-}
 
 }  // namespace torch_mydev::native

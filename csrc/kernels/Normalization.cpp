@@ -139,10 +139,11 @@ std::tuple<Tensor, Tensor, Tensor> nativeBatchNormBackward(
                                    const std::optional<Tensor>& running_var, const std::optional<Tensor>& save_mean,
                                    const std::optional<Tensor>& save_invstd, Tensor grad_input, Tensor grad_weight,
                                    Tensor grad_bias) {
+        HostResults results({grad_input, grad_weight, grad_bias});
         const auto [input_result, weight_result, bias_result] =
             at::cpu::native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
                                                 save_invstd, training, eps, output_mask);
-        copyHostResults({{grad_input, input_result}, {grad_weight, weight_result}, {grad_bias, bias_result}});
+        results.store({input_result, weight_result, bias_result});
       },
       grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, grad_input, grad_weight, grad_bias);
   return {grad_input, grad_weight, grad_bias};
@@ -166,8 +167,9 @@ std::tuple<Tensor, Tensor, Tensor> nativeGroupNorm(const Tensor& input, const st
       [N, C, HxW, group, eps](const Tensor& input, const std::optional<Tensor>& weight,
                               const std::optional<Tensor>& bias, const Tensor& output, const Tensor& mean,
                               const Tensor& rstd) {
+        HostResults results({output, mean, rstd});
         const auto [y, m, r] = at::cpu::native_group_norm(input, weight, bias, N, C, HxW, group, eps);
-        copyHostResults({{output, y}, {mean, m}, {rstd, r}});
+        results.store({y, m, r});
       },
       input, weight, bias, output, mean, rstd);
   return {output, mean, rstd};
@@ -188,9 +190,10 @@ std::tuple<Tensor, Tensor, Tensor> nativeGroupNormBackward(const Tensor& grad_ou
       [N, C, HxW, group, output_mask](const Tensor& grad_out, const Tensor& input, const Tensor& mean,
                                       const Tensor& rstd, const std::optional<Tensor>& weight,
                                       const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias) {
+        HostResults results({grad_input, grad_weight, grad_bias});
         const auto [dx, dgamma, dbeta] =
             at::cpu::native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask);
-        copyHostResults({{grad_input, dx}, {grad_weight, dgamma}, {grad_bias, dbeta}});
+        results.store({dx, dgamma, dbeta});
       },
       grad_out, input, mean, rstd, weight, grad_input, grad_weight, grad_bias);
   return {grad_input, grad_weight, grad_bias};

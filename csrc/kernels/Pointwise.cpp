@@ -179,14 +179,17 @@ Tensor& absOut(const Tensor& self, Tensor& out) {
 // mish_backward is not structured (and without this kernel PrivateUse1 would
 // take its composite decomposition, which rounds differently in half
 // precision). TensorIterator computes the output geometry on the host, as in
-// the CPU kernel; the CPU kernel's result is copied into it on the worker.
+// the CPU kernel; the CPU kernel's result is placed in it on the worker.
 Tensor mishBackward(const Tensor& grad_output, const Tensor& self) {
   NativeCall call("aten::mish_backward", grad_output, self);
   Tensor unallocated;
   Tensor grad_input = at::TensorIterator::binary_op(unallocated, grad_output, self).output();
-  call.launch([](const Tensor& grad_output, const Tensor& self,
-                 Tensor grad_input) { grad_input.copy_(at::cpu::mish_backward(grad_output, self)); },
-              grad_output, self, grad_input);
+  call.launch(
+      [](const Tensor& grad_output, const Tensor& self, const Tensor& grad_input) {
+        HostResults results(grad_input);
+        results.store({at::cpu::mish_backward(grad_output, self)});
+      },
+      grad_output, self, grad_input);
   return grad_input;
 }
 

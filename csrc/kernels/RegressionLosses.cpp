@@ -54,7 +54,8 @@ Tensor mseLoss(const Tensor& input, const Tensor& target, int64_t reduction) {
           Tensor out = output;
           at::cpu::mse_loss_outf(input, target, reduction, out);
         } else {
-          copyHostResults({{output, at::cpu::mse_loss(input, target, reduction)}});
+          HostResults results(output);
+          results.store({at::cpu::mse_loss(input, target, reduction)});
         }
       },
       input, target, output);
@@ -74,7 +75,8 @@ Tensor smoothL1Loss(const Tensor& input, const Tensor& target, int64_t reduction
           Tensor out = output;
           at::cpu::smooth_l1_loss_outf(input, target, reduction, beta, out);
         } else {
-          copyHostResults({{output, at::cpu::smooth_l1_loss(input, target, reduction, beta)}});
+          HostResults results(output);
+          results.store({at::cpu::smooth_l1_loss(input, target, reduction, beta)});
         }
       },
       input, target, output);

@@ -108,7 +108,7 @@ Tensor indexSelect(const Tensor& self, int64_t dim, const Tensor& index) {
   return indexSelectOut(self, dim, index, out);
 }
 
-// The CPU kernel allocates its result, which is copied into the device output.
+// The CPU kernel allocates its result, which HostResults places in the device output.
 Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
                               int64_t padding_idx, bool scale_grad_by_freq) {
   NativeCall call("aten::embedding_dense_backward", grad_output, indices);
@@ -118,9 +118,10 @@ Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices, 
   call.addChoices(padding_idx, scale_grad_by_freq);
   call.launch(
       [num_weights, padding_idx, scale_grad_by_freq](const Tensor& grad_output, const Tensor& indices,
-                                                     Tensor grad_weight) {
-        grad_weight.copy_(
-            at::cpu::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq));
+                                                     const Tensor& grad_weight) {
+        HostResults results(grad_weight);
+        results.store(
+            {at::cpu::embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)});
       },
       grad_output, indices, grad_weight);
   return grad_weight;

@@ -75,9 +75,10 @@ std::tuple<Tensor, Tensor> varianceAndMean(const Tensor& self, at::OptionalIntAr
   call.launch(
       [correction, keepdim](const Tensor& self, at::OptionalIntArrayRef dim, const Tensor& spread,
                             const Tensor& mean) {
+        HostResults results({spread, mean});
         auto [spread_result, mean_result] = TakeSqrt ? at::cpu::std_mean(self, dim, correction, keepdim)
                                                      : at::cpu::var_mean(self, dim, correction, keepdim);
-        copyHostResults({{spread, spread_result}, {mean, mean_result}});
+        results.store({spread_result, mean_result});
       },
       self, dim, spread, mean);
   return {spread, mean};

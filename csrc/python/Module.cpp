@@ -201,6 +201,7 @@ PYBIND11_MODULE(_C, m) {
     result["idle_bytes"] = stats.idle_bytes;
     result["requests"] = stats.requests;
     result["reused"] = stats.reused;
+    result["outputs_lent"] = stats.outputs_lent;
     return result;
   });
 

@@ -92,7 +92,11 @@ def kernel_workspace_stats():
     ``enabled`` (False when the process's CPU allocator could not be wrapped),
     ``active_bytes`` (held by kernels' tensors now), ``idle_bytes`` (kept for
     reuse, returned by :func:`empty_cache`), ``requests`` and ``reused`` (how
-    many allocations an idle block served) since the process started.
+    many allocations an idle block served) since the process started, and
+    ``outputs_lent``: how many allocations a kernel's own device output
+    served, so that a CPU function without an ``out=`` form (convolution,
+    attention, most fallback operators) wrote its result in place instead of
+    to host memory that the kernel then copies.
     """
     return _C._kernel_workspace_stats()
 
