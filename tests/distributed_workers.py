@@ -377,7 +377,8 @@ def stream_semantics(rank, world_size, init_file):
         assert_close(profiled.cpu(), torch.full((8,), float(world_size)))
     finally:
         dist.destroy_process_group()
-    assert not any(name.startswith("mccl") for name in thread_names()), thread_names()
+    names = thread_names_once(lambda names: not any(name.startswith("mccl") for name in names))
+    assert not any(name.startswith("mccl") for name in names), names
 
 
 def current_thread_name():
@@ -412,6 +413,16 @@ def thread_names():
     return [name for _, name in named_threads()]
 
 
+def thread_names_once(settled, timeout_s=5.0):
+    """This process's thread names as soon as settled(names) holds, or after timeout_s. A thread that was joined can
+    still be listed for a moment: pthread_join returns once the kernel clears the thread's id, a step of its exit that
+    comes before its /proc entry is removed."""
+    deadline = time.monotonic() + timeout_s
+    while not settled(names := thread_names()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return names
+
+
 def default_backends(rank, world_size, init_file):
     """No backend given: mydev tensors go to mccl, CPU tensors to gloo (the patch in torch_mydev/patches.py). After
     destroy_process_group, the process has the threads it had before (mccl's comm streams are its own)."""
@@ -440,7 +451,8 @@ def default_backends(rank, world_size, init_file):
         dist.destroy_process_group()
     del backend, group
     gc.collect()
-    assert sorted(thread_names()) == threads_before, (thread_names(), threads_before)
+    names = thread_names_once(lambda names: sorted(names) == threads_before)
+    assert sorted(names) == threads_before, (names, threads_before)
 
 
 def train_on_my_shard(model, optimizer, rank, world_size, device):
