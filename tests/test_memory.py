@@ -233,31 +233,64 @@ class TestKernelWorkspace(TestCase):
         torch.mydev.empty_cache()
         self.assertEqual(torch.mydev.kernel_workspace_stats()["idle_bytes"], 0)
 
-    def test_a_result_without_an_out_form_is_written_in_its_device_output(self):
-        # oneDNN's convolution allocates its own result: the kernel lends it the device output's memory.
-        before = torch.mydev.kernel_workspace_stats()["outputs_lent"]
-        self.convolve()
-        self.assertEqual(torch.mydev.kernel_workspace_stats()["outputs_lent"] - before, 1)
+    def host_results(self, run):
+        """What run() did with results that CPU functions allocated themselves: each counter's increase."""
+        keys = ("outputs_lent", "results_in_place", "results_copied", "results_moved")
+        torch.mydev.synchronize()
+        before = torch.mydev.kernel_workspace_stats()
+        run()
+        torch.mydev.synchronize()
+        after = torch.mydev.kernel_workspace_stats()
+        return {key: after[key] - before[key] for key in keys}
+
+    def test_results_without_an_out_form_land_in_their_device_outputs(self):
+        # ATen's CPU flash attention backward allocates its three gradients itself, as (batch, length, heads, dim)
+        # buffers transposed. Inputs laid out that way (heads split off a projection, as in a transformer) have
+        # gradients laid out that way: each is computed in the memory of the device gradient it stands for.
+        generator = torch.Generator().manual_seed(0)
+        query, key, value = (torch.randn(2, 32, 4, 16, generator=generator).transpose(1, 2).requires_grad_()
+                             for _ in range(3))
+        on_device = [tensor.detach().to("mydev").requires_grad_() for tensor in (query, key, value)]
+        out = torch.nn.functional.scaled_dot_product_attention(*on_device, is_causal=True)
+        grad = torch.randn(out.shape, generator=generator)
+        counts = self.host_results(lambda: out.backward(grad.to("mydev")))
+        self.assertEqual(counts, {"outputs_lent": 3, "results_in_place": 3, "results_copied": 0, "results_moved": 0})
+        torch.nn.functional.scaled_dot_product_attention(query, key, value, is_causal=True).backward(grad)
+        for device_input, cpu_input in zip(on_device, (query, key, value)):
+            self.assertEqual(device_input.grad.cpu(), cpu_input.grad, atol=1e-5, rtol=1e-4)
+
+        # Contiguous inputs have contiguous gradients, which the CPU's do not match: not lent, copied.
+        on_device = [tensor.detach().contiguous().to("mydev").requires_grad_() for tensor in (query, key, value)]
+        out = torch.nn.functional.scaled_dot_product_attention(*on_device, is_causal=True)
+        counts = self.host_results(lambda: out.backward(grad.to("mydev")))
+        self.assertEqual(counts, {"outputs_lent": 0, "results_in_place": 0, "results_copied": 3, "results_moved": 0})
+        for device_input, cpu_input in zip(on_device, (query, key, value)):
+            self.assertEqual(device_input.grad.cpu(), cpu_input.grad, atol=1e-5, rtol=1e-4)
+
+        values = torch.arange(24.0).reshape(4, 6)
+        rolled = []
+        counts = self.host_results(lambda: rolled.append(torch.roll(values.to("mydev"), 2, 1)))  # the fallback
+        self.assertEqual(counts, {"outputs_lent": 1, "results_in_place": 1, "results_copied": 0, "results_moved": 0})
+        self.assertEqual(rolled[0].cpu(), torch.roll(values, 2, 1))
 
     def test_a_result_lent_its_output_in_another_layout_is_moved_out_first(self):
-        # For a channels_last input the CPU returns channels_last; the device output is contiguous (as Meta
-        # predicts). The result takes the output's memory laid out its own way, so copying it in place would
-        # overwrite what it still has to read.
-        generator = torch.Generator().manual_seed(0)
-        images = torch.randn(2, 8, 16, 16, generator=generator).to(memory_format=torch.channels_last)
-        weight = torch.randn(8, 8, 3, 3, generator=generator)
-        self.assertTrue(torch.nn.functional.conv2d(images, weight).is_contiguous(memory_format=torch.channels_last))
-        before = torch.mydev.kernel_workspace_stats()["outputs_lent"]
-        result = torch.nn.functional.conv2d(images.to("mydev"), weight.to("mydev"))
-        self.assertTrue(result.is_contiguous())
-        self.assertEqual(result.cpu(), torch.nn.functional.conv2d(images, weight), atol=1e-4, rtol=1e-4)
-        self.assertEqual(torch.mydev.kernel_workspace_stats()["outputs_lent"] - before, 1)
+        # channel_shuffle of a channels_last input through the fallback: Meta predicts a contiguous result, the
+        # CPU kernel allocates a channels_last one. Lent the output's memory, the result holds it in its own
+        # layout, so copying it in place would overwrite values it still has to read.
+        images = torch.arange(2 * 8 * 3 * 3.0).reshape(2, 8, 3, 3).contiguous(memory_format=torch.channels_last)
+        expected = torch.nn.functional.channel_shuffle(images, 4)
+        self.assertTrue(expected.is_contiguous(memory_format=torch.channels_last))
+        shuffled = []
+        counts = self.host_results(
+            lambda: shuffled.append(torch.nn.functional.channel_shuffle(images.to("mydev"), 4)))
+        self.assertEqual(counts, {"outputs_lent": 1, "results_in_place": 0, "results_copied": 1, "results_moved": 1})
+        self.assertEqual(shuffled[0].cpu(), expected)
 
-    def test_the_fallback_lends_its_fresh_outputs(self):
-        values = torch.arange(24.0).reshape(4, 6)
-        before = torch.mydev.kernel_workspace_stats()["outputs_lent"]
-        self.assertEqual(torch.roll(values.to("mydev"), 2, 1).cpu(), torch.roll(values, 2, 1))
-        self.assertEqual(torch.mydev.kernel_workspace_stats()["outputs_lent"] - before, 1)
+    def test_a_convolution_copies_its_result(self):
+        # oneDNN computes into a blocked buffer of the output's size and reorders it into a dense result allocated
+        # last: a loan would only go to the buffer (HostResults::Lend).
+        counts = self.host_results(self.convolve)
+        self.assertEqual(counts, {"outputs_lent": 0, "results_in_place": 0, "results_copied": 1, "results_moved": 0})
 
     def test_host_allocations_outside_kernels_are_not_cached(self):
         before = torch.mydev.kernel_workspace_stats()

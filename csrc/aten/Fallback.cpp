@@ -531,6 +531,7 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
                  }
                  HostResults placed(targets);
                  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &cpu);
+                 placed.withdraw();
                  for (const auto& [alias, ref] : mutated) {
                    settleViewBits(alias, ref->is_conj, ref->is_neg);
                  }

@@ -21,6 +21,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/flat_hash_map.h>
 
@@ -81,11 +82,11 @@ class WorkspaceCache {
   void lend(void* ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.outputs_lent;
-    // Replaces a block still recorded if a result outlived its kernel (none
-    // of ATen's does): the memory is the device's now.
-    if (live_.insert_or_assign(ptr, kLentBlock).second) {
-      live_count_.fetch_add(1, std::memory_order_relaxed);
-    }
+    // A result that outlived the kernel its output was lent to (none of
+    // ATen's does) would, when freed, end this loan's record.
+    TORCH_INTERNAL_ASSERT(live_.emplace(ptr, kLentBlock).second,
+                          "mydev: a kernel's output memory is lent again while an earlier loan is alive");
+    live_count_.fetch_add(1, std::memory_order_relaxed);
   }
 
   // Whether ptr was a live workspace block (it is now idle, or freed) or lent.

@@ -61,6 +61,13 @@ Tensor emptyWithQueryLayout(const Tensor& query, at::IntArrayRef shape) {
   return at::empty_strided(shape, strides, query.options());
 }
 
+// ATen's CPU flash kernels allocate their output and gradients as
+// (batch, length, heads, dim) buffers transposed to (batch, heads, length,
+// dim), and logsumexp likewise from (batch, length, heads): a device output
+// laid out the same way can be lent to its result (HostResults); any other
+// would see the result moved out and copied.
+bool inFlashLayout(const Tensor& output) { return output.transpose(1, 2).is_contiguous(); }
+
 using FusedAttentionResult =
     std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Tensor, Tensor>;
 
@@ -85,7 +92,7 @@ FusedAttentionResult fusedAttention(const Tensor& query, const Tensor& key, cons
   call.launch(
       [is_causal, scale](const Tensor& query, const Tensor& key, const Tensor& value,
                          const std::optional<Tensor>& attn_bias, const Tensor& output, const Tensor& logsumexp) {
-        HostResults results({output, logsumexp});
+        HostResults results({output, logsumexp}, {inFlashLayout(output), false});
         const auto [out, lse] =
             at::cpu::_scaled_dot_product_flash_attention_for_cpu(query, key, value, 0.0, is_causal, attn_bias, scale);
         results.store({out, lse});
@@ -117,7 +124,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
                                     const Tensor& value, const Tensor& out, const Tensor& logsumexp,
                                     const std::optional<Tensor>& mask, const Tensor& grad_query,
                                     const Tensor& grad_key, const Tensor& grad_value) {
-        HostResults results({grad_query, grad_key, grad_value});
+        HostResults results({grad_query, grad_key, grad_value},
+                            {inFlashLayout(grad_query), inFlashLayout(grad_key), inFlashLayout(grad_value)});
         const auto [dq, dk, dv] = at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
             grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, mask, scale);
         results.store({dq, dk, dv});

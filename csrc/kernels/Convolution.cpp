@@ -5,8 +5,9 @@
 // (ConvUtils.h), the outputs are contiguous (what PyTorch's meta and fake
 // kernels predict for an "overrideable" backend, so eager and torch.compile
 // agree), and the kernel runs ATen's CPU convolution over device memory. The
-// CPU convolution allocates its own result, which HostResults places in the
-// device output.
+// CPU convolution allocates its own result, which the kernel copies into the
+// device output (lending it the output's memory would not help, see
+// HostResults).
 #include "NativeCall.h"
 
 #include <ATen/native/ConvUtils.h>
@@ -35,7 +36,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
       [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(), transposed,
        output_padding = output_padding.vec(), groups](const Tensor& input, const Tensor& weight,
                                                       const std::optional<Tensor>& bias, Tensor output) {
-        HostResults results(output);
+        HostResults results(output, /*lend=*/false);
         results.store(
             {at::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)});
       },
@@ -59,7 +60,7 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(const Tensor& grad_output
        output_padding = output_padding.vec(), groups, output_mask,
        out_channels](const Tensor& grad_output, const Tensor& input, const Tensor& weight, Tensor grad_input,
                      Tensor grad_weight, Tensor grad_bias) {
-        HostResults results({grad_input, grad_weight, grad_bias});
+        HostResults results({grad_input, grad_weight, grad_bias}, /*lend=*/{false, false, false});
         const auto [input_result, weight_result, bias_result] = at::convolution_backward(
             grad_output, input, weight, output_mask[2] ? std::optional<at::IntArrayRef>(at::IntArrayRef(out_channels))
                                                        : std::nullopt,

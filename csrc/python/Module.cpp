@@ -3,6 +3,7 @@
 // torch.Event, torch.Generator) is bound here.
 #include "../aten/Fallback.h"
 #include "../aten/FallbackPolicy.h"
+#include "../aten/HostResults.h"
 #include "../core/CachingAllocator.h"
 #include "../core/Device.h"
 #include "../core/Exception.h"
@@ -202,6 +203,10 @@ PYBIND11_MODULE(_C, m) {
     result["requests"] = stats.requests;
     result["reused"] = stats.reused;
     result["outputs_lent"] = stats.outputs_lent;
+    const HostResultCounts results = hostResultCounts();
+    result["results_in_place"] = results.in_place;
+    result["results_copied"] = results.copied;
+    result["results_moved"] = results.moved;
     return result;
   });
 

@@ -92,11 +92,15 @@ def kernel_workspace_stats():
     ``enabled`` (False when the process's CPU allocator could not be wrapped),
     ``active_bytes`` (held by kernels' tensors now), ``idle_bytes`` (kept for
     reuse, returned by :func:`empty_cache`), ``requests`` and ``reused`` (how
-    many allocations an idle block served) since the process started, and
-    ``outputs_lent``: how many allocations a kernel's own device output
-    served, so that a CPU function without an ``out=`` form (convolution,
-    attention, most fallback operators) wrote its result in place instead of
-    to host memory that the kernel then copies.
+    many allocations an idle block served) since the process started.
+
+    Where a CPU function allocates its result itself (no ``out=`` form:
+    attention, the normalizations' backward, most fallback operators), the
+    kernel lends it the device output's memory: ``outputs_lent`` counts the
+    allocations that took such a loan (an intermediate of the same size can
+    take it first), ``results_in_place`` the results that landed in their
+    output, ``results_copied`` those copied into it instead, of which
+    ``results_moved`` had taken an output's memory in another layout.
     """
     return _C._kernel_workspace_stats()
 
