@@ -1,6 +1,6 @@
 // On the stream worker: the fresh device outputs of a CPU function that
-// allocates its own results (no out= form: oneDNN's convolution, flash
-// attention, most of what the fallback runs). While a HostResults lives, each
+// allocates its own results (no out= form: flash attention, the
+// normalizations' backward, most of what the fallback runs). While a HostResults lives, each
 // dense output's memory is offered to the function's allocations
 // (offerKernelOutput), so a result usually lands in its own output; store()
 // then copies only the results that did not.

@@ -12,8 +12,8 @@
 //
 // The same wrapper lets a kernel point a CPU function's own result at the
 // device output it computes (offerKernelOutput): without it, a CPU function
-// with no out= form (oneDNN's convolution, flash attention) writes its result
-// to host memory, which the kernel then copies into the device output.
+// with no out= form (flash attention, the normalizations' backward) writes its
+// result to host memory, which the kernel then copies into the device output.
 #include "KernelWorkspaceAllocator.h"
 
 #include <mydev/runtime.h>
