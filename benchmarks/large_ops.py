@@ -67,6 +67,22 @@ def var_mean(device):
     return repeated(lambda: torch.var_mean(x, dim=-1))
 
 
+def attention(device):
+    # Heads split off a projection, as in a transformer: (batch, length, heads, dim) viewed as (batch, heads, ...).
+    # ATen's CPU flash kernels allocate their output and gradients in that layout, so mydev computes them in
+    # the device tensors' own memory (HostResults), with no copy.
+    query, key, value, grad = (tensor.view(8, 256, 4, 64).transpose(1, 2)
+                               for tensor in on_device(device, *[(8, 256, 256)] * 4))
+    for tensor in (query, key, value):
+        tensor.requires_grad_()
+
+    def forward_and_backward():
+        out = F.scaled_dot_product_attention(query, key, value, is_causal=True)
+        return torch.autograd.grad(out, (query, key, value), grad)
+
+    return repeated(forward_and_backward)
+
+
 def elementwise(op):
     def setup(device):
         a, b = on_device(device, (4 * 1024 * 1024,), (4 * 1024 * 1024,))
@@ -83,6 +99,7 @@ CASES = [
     Case("fused_bias_gelu 4096x1024", "large ops", TARGET, fused_bias_gelu, RUNS),
     Case("mode 512x1024 (rounded), last dim", "large ops", TARGET, mode, RUNS),
     Case("var_mean 4096x1024, last dim", "large ops", TARGET, var_mean, RUNS),
+    Case("attention fwd+bwd 8x4x256x64, causal", "large ops", TARGET, attention, RUNS),
     Case("add 4M elements", "large ops", TARGET, elementwise(torch.add), RUNS),
     Case("mul 4M elements", "large ops", TARGET, elementwise(torch.mul), RUNS),
 ]
