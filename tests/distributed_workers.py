@@ -377,8 +377,11 @@ def stream_semantics(rank, world_size, init_file):
         assert_close(profiled.cpu(), torch.full((8,), float(world_size)))
     finally:
         dist.destroy_process_group()
-    names = thread_names_once(lambda names: not any(name.startswith("mccl") for name in names))
-    assert not any(name.startswith("mccl") for name in names), names
+    def none_of_mccl(names):
+        return not any(name.startswith("mccl") for name in names)
+
+    names = thread_names_once(none_of_mccl)
+    assert none_of_mccl(names), names
 
 
 def current_thread_name():
@@ -451,8 +454,11 @@ def default_backends(rank, world_size, init_file):
         dist.destroy_process_group()
     del backend, group
     gc.collect()
-    names = thread_names_once(lambda names: sorted(names) == threads_before)
-    assert sorted(names) == threads_before, (names, threads_before)
+    def as_before(names):
+        return sorted(names) == threads_before
+
+    names = thread_names_once(as_before)
+    assert as_before(names), (names, threads_before)
 
 
 def train_on_my_shard(model, optimizer, rank, world_size, device):

@@ -288,7 +288,7 @@ class TestKernelWorkspace(TestCase):
 
     def test_a_convolution_copies_its_result(self):
         # oneDNN computes into a blocked buffer of the output's size and reorders it into a dense result allocated
-        # last: a loan would only go to the buffer (HostResults::Lend).
+        # last: a loan would only go to the buffer (the kernel's `lend` flags, HostResults.h).
         counts = self.host_results(self.convolve)
         self.assertEqual(counts, {"outputs_lent": 0, "results_in_place": 0, "results_copied": 1, "results_moved": 0})
 
