@@ -286,11 +286,46 @@ class TestKernelWorkspace(TestCase):
         self.assertEqual(counts, {"outputs_lent": 1, "results_in_place": 0, "results_copied": 1, "results_moved": 1})
         self.assertEqual(shuffled[0].cpu(), expected)
 
-    def test_a_convolution_copies_its_result(self):
-        # oneDNN computes into a blocked buffer of the output's size and reorders it into a dense result allocated
-        # last: a loan would only go to the buffer (the kernel's `lend` flags, HostResults.h).
-        counts = self.host_results(self.convolve)
-        self.assertEqual(counts, {"outputs_lent": 0, "results_in_place": 0, "results_copied": 1, "results_moved": 0})
+    def test_a_convolution_learns_which_allocation_is_its_result(self):
+        # oneDNN reorders the input and computes into a blocked buffer, both of the output's size here, before it
+        # allocates the dense result. The first call lends the output to the first of them and copies the result;
+        # from then on, the same arguments lend it to the allocation that was the result. Each test uses shapes
+        # of its own: plans outlive a test.
+        generator = torch.Generator().manual_seed(0)
+        images = torch.randn(2, 16, 24, 24, generator=generator)
+        weight = torch.randn(16, 16, 3, 3, generator=generator, requires_grad=True)
+        expected = torch.nn.functional.conv2d(images, weight, padding=1)
+        grad = torch.randn(expected.shape, generator=generator)
+        expected.backward(grad)
+        on_device = weight.detach().to("mydev").requires_grad_()
+        for call, wanted in enumerate(({"outputs_lent": 1, "results_in_place": 0, "results_copied": 1},
+                                       {"outputs_lent": 1, "results_in_place": 1, "results_copied": 0})):
+            results = []
+            counts = self.host_results(
+                lambda: results.append(torch.nn.functional.conv2d(images.to("mydev"), on_device, padding=1)))
+            self.assertEqual(counts, dict(wanted, results_moved=0), msg=f"call {call}")
+            self.assertEqual(results[0].cpu(), expected, atol=1e-4, rtol=1e-4)
+
+            # The backward's gradients too (of the input and of the weight).
+            on_device.grad = None
+            counts = self.host_results(lambda: results[0].backward(grad.to("mydev")))
+            self.assertEqual(counts["results_in_place"], 0 if call == 0 else 1, msg=f"call {call}")
+            self.assertEqual(counts["results_moved"], 0)
+            self.assertEqual(on_device.grad.cpu(), weight.grad, atol=1e-3, rtol=1e-4)
+
+    def test_a_convolution_stops_lending_where_its_result_has_another_layout(self):
+        # A channels_last input makes the CPU's result channels_last, which the (contiguous) device output cannot
+        # hold: lent to it once, the result is moved out; the plan then offers nothing, and the result is copied.
+        generator = torch.Generator().manual_seed(0)
+        images = torch.randn(2, 8, 20, 20, generator=generator).contiguous(memory_format=torch.channels_last)
+        weight = torch.randn(8, 8, 3, 3, generator=generator)
+        expected = torch.nn.functional.conv2d(images, weight, padding=1)
+        for call, wanted in enumerate(({"outputs_lent": 1, "results_moved": 1}, {"outputs_lent": 0, "results_moved": 0})):
+            results = []
+            counts = self.host_results(
+                lambda: results.append(torch.nn.functional.conv2d(images.to("mydev"), weight.to("mydev"), padding=1)))
+            self.assertEqual(counts, dict(wanted, results_in_place=0, results_copied=1), msg=f"call {call}")
+            self.assertEqual(results[0].cpu(), expected, atol=1e-4, rtol=1e-4)
 
     def test_host_allocations_outside_kernels_are_not_cached(self):
         before = torch.mydev.kernel_workspace_stats()

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace torch_mydev {
@@ -160,20 +161,49 @@ c10::DeleterFnPtr g_wrapped_raw_deleter = nullptr;
 struct OutputOffer {
   void* ptr;
   size_t bytes;
+  int ordinal;  // the allocation of `bytes` that takes it: 1, the first
+  int seen;     // allocations of `bytes` so far
+  bool taken;
 };
 // This thread's offers: only its running kernel may take them.
 thread_local c10::SmallVector<OutputOffer, 4> t_output_offers;
 
-void* takeOutputOffer(size_t bytes) {
-  for (auto it = t_output_offers.begin(); it != t_output_offers.end(); ++it) {
-    if (it->bytes == bytes) {
-      void* ptr = it->ptr;
-      t_output_offers.erase(it);
-      WorkspaceCache::instance().lend(ptr);
-      return ptr;
+// While offers stand, allocations of an offered size with their ordinals
+// (kernelAllocationOrdinal). Bounded: a kernel that allocates one size more
+// often than this has no allocation worth remembering.
+struct OfferedSizeAllocation {
+  const void* ptr;
+  size_t bytes;
+  int ordinal;
+};
+constexpr size_t kMaxRecordedAllocations = 32;
+thread_local c10::SmallVector<OfferedSizeAllocation, 8> t_offered_size_allocations;
+
+// This allocation's ordinal among those of its size (0 when no offer has that
+// size), and the offer it takes, if any.
+std::pair<int, void*> countOfferedSize(size_t bytes) {
+  int ordinal = 0;
+  void* lent = nullptr;
+  for (OutputOffer& offer : t_output_offers) {
+    if (offer.bytes != bytes) {
+      continue;
+    }
+    ordinal = ++offer.seen;
+    if (!offer.taken && offer.ordinal == ordinal && lent == nullptr) {
+      offer.taken = true;
+      lent = offer.ptr;
     }
   }
-  return nullptr;
+  if (lent != nullptr) {
+    WorkspaceCache::instance().lend(lent);
+  }
+  return {ordinal, lent};
+}
+
+void recordOfferedSize(const void* ptr, size_t bytes, int ordinal) {
+  if (ordinal > 0 && t_offered_size_allocations.size() < kMaxRecordedAllocations) {
+    t_offered_size_allocations.push_back({ptr, bytes, ordinal});
+  }
 }
 
 // raw_allocate's blocks (oneDNN's, through ideep) come back to raw_deleter()
@@ -196,13 +226,16 @@ class KernelWorkspaceAllocator final : public c10::Allocator {
     if (mydevInKernel() == 0) {
       return g_wrapped->allocate(bytes);
     }
-    void* ptr = t_output_offers.empty() ? nullptr : takeOutputOffer(bytes);
+    auto [ordinal, ptr] = t_output_offers.empty() ? std::pair<int, void*>{0, nullptr} : countOfferedSize(bytes);
     if (ptr == nullptr) {
       if (bytes < kMinCachedBytes) {
-        return g_wrapped->allocate(bytes);
+        c10::DataPtr wrapped = g_wrapped->allocate(bytes);
+        recordOfferedSize(wrapped.get(), bytes, ordinal);
+        return wrapped;
       }
       ptr = WorkspaceCache::instance().take(bytes);
     }
+    recordOfferedSize(ptr, bytes, ordinal);
     return {ptr, ptr, &deleteWorkspaceOrWrapped, c10::Device(c10::DeviceType::CPU)};
   }
 
@@ -237,12 +270,25 @@ KernelWorkspaceStats kernelWorkspaceStats() { return WorkspaceCache::instance().
 
 bool kernelWorkspaceCacheInstalled() { return g_installed; }
 
-void offerKernelOutput(void* ptr, size_t bytes) {
-  if (g_installed && bytes > 0) {
-    t_output_offers.push_back({ptr, bytes});
+void offerKernelOutput(void* ptr, size_t bytes, int ordinal) {
+  if (g_installed && bytes > 0 && ordinal > 0) {
+    t_output_offers.push_back({ptr, bytes, ordinal, 0, false});
   }
 }
 
-void withdrawKernelOutputs() { t_output_offers.clear(); }
+int kernelAllocationOrdinal(const void* ptr, size_t bytes) {
+  // From the latest: a block freed and taken again is the later allocation.
+  for (auto it = t_offered_size_allocations.rbegin(); it != t_offered_size_allocations.rend(); ++it) {
+    if (it->ptr == ptr && it->bytes == bytes) {
+      return it->ordinal;
+    }
+  }
+  return 0;
+}
+
+void withdrawKernelOutputs() {
+  t_output_offers.clear();
+  t_offered_size_allocations.clear();
+}
 
 }  // namespace torch_mydev

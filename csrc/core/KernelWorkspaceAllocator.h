@@ -19,12 +19,15 @@ KernelWorkspaceStats kernelWorkspaceStats();
 // False when another CPU allocator could not be wrapped (see the .cpp).
 bool kernelWorkspaceCacheInstalled();
 
-// Inside a kernel: the first CPU allocation of exactly `bytes` that this
-// thread makes gets `ptr` (a fresh device output, as the kernel maps it), so
-// that a CPU function allocating its own result usually writes it in place.
-// Any allocation of that size may take it, an intermediate too: the kernel
-// checks where each result landed. Offers last until withdrawn.
-void offerKernelOutput(void* ptr, size_t bytes);
+// Inside a kernel: the ordinal-th CPU allocation of exactly `bytes` that this
+// thread makes (1: the first) gets `ptr` (a fresh device output, as the kernel
+// maps it), so that a CPU function allocating its own result writes it in
+// place. Whichever allocation has that ordinal takes it, an intermediate too:
+// the kernel checks where each result landed. Offers last until withdrawn.
+void offerKernelOutput(void* ptr, size_t bytes, int ordinal);
+// While offers stand: which allocation of its size (an offered one) the block
+// at `ptr` was, 0 when it was none of them.
+int kernelAllocationOrdinal(const void* ptr, size_t bytes);
 void withdrawKernelOutputs();
 
 // Frees the idle workspace blocks kept for reuse (torch.mydev.empty_cache).

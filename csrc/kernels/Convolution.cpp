@@ -5,22 +5,39 @@
 // (ConvUtils.h), the outputs are contiguous (what PyTorch's meta and fake
 // kernels predict for an "overrideable" backend, so eager and torch.compile
 // agree), and the kernel runs ATen's CPU convolution over device memory. The
-// CPU convolution allocates its own result, which the kernel copies into the
-// device output (lending it the output's memory would not help, see
-// HostResults).
+// CPU convolution allocates its own results, after scratch of the same size
+// (oneDNN's reorders): the kernel learns, per set of arguments, which
+// allocation is the result and lends it the device output's memory (LoanPlan).
 #include "NativeCall.h"
 
 #include <ATen/native/ConvUtils.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
+#include <c10/util/hash.h>
 #include <torch/library.h>
+
+#include <initializer_list>
 
 namespace torch_mydev::native {
 
 namespace {
 
 using at::Tensor;
+
+// What decides which allocations ATen's convolution makes: the backend it
+// picks and oneDNN's formats follow from shapes, strides, dtypes and options.
+size_t layoutKey(std::initializer_list<Tensor> tensors, at::IntArrayRef stride,
+                 at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
+                 int64_t groups) {
+  size_t key = c10::get_hash(stride, padding, dilation, transposed, output_padding, groups);
+  for (const Tensor& tensor : tensors) {
+    key = c10::hash_combine(key, tensor.defined() ? c10::get_hash(tensor.sizes(), tensor.strides(),
+                                                                    tensor.scalar_type())
+                                                  : 0);
+  }
+  return key;
+}
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
@@ -36,7 +53,9 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
       [stride = stride.vec(), padding = padding.vec(), dilation = dilation.vec(), transposed,
        output_padding = output_padding.vec(), groups](const Tensor& input, const Tensor& weight,
                                                       const std::optional<Tensor>& bias, Tensor output) {
-        HostResults results(output, /*lend=*/false);
+        thread_local LoanPlans plans;
+        HostResults results(output, plans.forKey(layoutKey({input, weight, bias.value_or(Tensor())}, stride, padding,
+                                                           dilation, transposed, output_padding, groups)));
         results.store(
             {at::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)});
       },
@@ -60,7 +79,11 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(const Tensor& grad_output
        output_padding = output_padding.vec(), groups, output_mask,
        out_channels](const Tensor& grad_output, const Tensor& input, const Tensor& weight, Tensor grad_input,
                      Tensor grad_weight, Tensor grad_bias) {
-        HostResults results({grad_input, grad_weight, grad_bias}, /*lend=*/{false, false, false});
+        thread_local LoanPlans plans;
+        const size_t key = c10::hash_combine(layoutKey({grad_output, input, weight}, stride, padding, dilation,
+                                                       transposed, output_padding, groups),
+                                             c10::get_hash(output_mask[0], output_mask[1], output_mask[2]));
+        HostResults results({grad_input, grad_weight, grad_bias}, plans.forKey(key));
         const auto [input_result, weight_result, bias_result] = at::convolution_backward(
             grad_output, input, weight, output_mask[2] ? std::optional<at::IntArrayRef>(at::IntArrayRef(out_channels))
                                                        : std::nullopt,
