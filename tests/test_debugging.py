@@ -148,6 +148,26 @@ class TestInjectedFaults(TestCase):
             self.assertFalse(stream.query())
         self.assertEqual(z.cpu(), 1 - torch.arange(6.0))
 
+    def test_a_failure_injected_into_a_watched_launch_raises_at_the_call(self):
+        # A kernel's first launch with dtypes not seen yet is watched: the caller waits for it, to raise what it
+        # raises at the call. Failed without running, it must raise there too, not leave the caller waiting.
+        result = run_python(
+            """
+            import torch
+            probs = torch.tensor([0.2, 0.3, 0.5], device="mydev")
+            with torch.mydev.inject_fault("aten::multinomial"):
+                try:
+                    torch.multinomial(probs, 2)
+                    print("no error at the call")
+                except RuntimeError as error:
+                    print("raised at the call:", "kernel 'aten::multinomial.out' failed on mydev:0: injected fault" in str(error))
+            print(sorted(torch.multinomial(probs, 2).tolist()) in ([0, 1], [0, 2], [1, 2]))
+            """,
+            timeout=60,
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.splitlines(), ["raised at the call: True", "True"])
+
     def test_bad_arguments_are_refused(self):
         with self.assertRaisesRegex(ValueError, "kind must be one of"):
             with torch.mydev.inject_fault("aten::mul", kind="explode"):

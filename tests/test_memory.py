@@ -130,6 +130,38 @@ class TestCachingAllocator(TestCase):
         self.assertEqual(z.data_ptr(), address)
         del y, z
 
+    def test_record_stream_of_another_devices_stream_delays_reuse(self):
+        # The block must wait for that stream itself, not for the stream with its id on the block's own device.
+        side = torch.mydev.Stream(device=1)
+        x = torch.empty(4 * MiB, dtype=torch.uint8, device="mydev:0")
+        address = x.data_ptr()
+        with torch.mydev.inject_fault("aten::neg", kind="hang"):
+            with torch.mydev.stream(side):
+                torch.neg(torch.ones(4, device="mydev:1"))
+            x.record_stream(side)
+            del x
+            y = torch.empty(4 * MiB, dtype=torch.uint8, device="mydev:0")
+            self.assertFalse(side.query())
+            self.assertNotEqual(y.data_ptr(), address, "a block still in use on another device's stream was reused")
+        side.synchronize()
+        del y
+        z = torch.empty(4 * MiB, dtype=torch.uint8, device="mydev:0")
+        self.assertEqual(z.data_ptr(), address)
+
+    def test_a_lazy_clone_copies_after_the_current_streams_writes(self):
+        # Writing to a copy-on-write clone copies the storage (Allocator::copy_data) on the current stream: behind
+        # the writes to the source still queued there, not ahead of them on the default stream.
+        side = torch.mydev.Stream()
+        x = torch.zeros(1 << 22, device="mydev")
+        with torch.mydev.stream(side):
+            for _ in range(5):
+                x.add_(1)
+            clone = torch._lazy_clone(x)
+            clone.add_(1)
+        side.synchronize()
+        self.assertEqual(clone.cpu(), torch.full((1 << 22,), 6.0))
+        self.assertEqual(x.cpu(), torch.full((1 << 22,), 5.0))
+
     def test_empty_cache_returns_memory_to_the_device(self):
         x = torch.empty(64 * MiB, dtype=torch.uint8, device="mydev")
         free_while_held, total = torch.mydev.mem_get_info()

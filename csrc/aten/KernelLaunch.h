@@ -19,6 +19,7 @@
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -28,15 +29,18 @@
 
 namespace torch_mydev {
 
-// A launch its caller watches: the caller waits for this kernel alone (not for
-// the stream, nor for other kernels' errors), and whatever the kernel raises
-// is handed to the caller, to raise at the call, instead of failing the
-// kernel (DtypeSignatures.h).
+// A launch its caller watches: the caller waits for this kernel (and the
+// stream's work before it), and whatever the kernel raises is handed to the
+// caller, to raise at the call, instead of failing the kernel
+// (DtypeSignatures.h).
 class KernelWatch {
  public:
   KernelWatch() = default;
   KernelWatch(const KernelWatch&) = delete;
   KernelWatch& operator=(const KernelWatch&) = delete;
+
+  // As the kernel is queued.
+  void watchOn(mydevStream_t stream) { stream_ = stream; }
 
   // On the worker, once the kernel is over; the watch may be gone as soon as this returns.
   void finish(std::exception_ptr error) {
@@ -46,14 +50,26 @@ class KernelWatch {
     finished_.notify_all();
   }
 
-  // Waits for the kernel; what it raised, if anything.
+  // Waits for the kernel; what it raised, if anything. A kernel the runtime
+  // fails without running it (an injected fault) never finishes its watch:
+  // when its stream has run out of work, the stream's failure is raised
+  // instead (an earlier kernel's, if that came first).
   std::exception_ptr wait() {
     std::unique_lock<std::mutex> lock(mutex_);
-    finished_.wait(lock, [this] { return done_; });
+    while (!finished_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_; })) {
+      lock.unlock();
+      const mydevError_t status = mydevStreamQuery(stream_);
+      lock.lock();
+      if (status != mydevErrorNotReady) {
+        MYDEV_CHECK(status);
+        TORCH_CHECK(done_, "mydev: a kernel did not run: its stream's failure was reported to another caller");
+      }
+    }
     return error_;
   }
 
  private:
+  mydevStream_t stream_ = nullptr;
   std::mutex mutex_;
   std::condition_variable finished_;
   bool done_ = false;
@@ -129,6 +145,9 @@ void queueKernelBuiltBy(const char* name, const MydevStream& stream, Make& make,
     bool grad_enabled;
     KernelWatch* watch;
   } builder{make, c10::GradMode::is_enabled(), watch};
+  if (watch != nullptr) {
+    watch->watchOn(stream.handle());
+  }
   const auto construct = [](void* context, void* args) -> int {
     auto* from = static_cast<Builder*>(context);
     new (args) Closure{from->make(), from->grad_enabled, from->watch};

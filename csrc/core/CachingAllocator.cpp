@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_set>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -60,7 +61,8 @@ struct Block {
   bool recent = false;  // free, and held whole in DeviceCache::recent_
   Block* prev = nullptr;
   Block* next = nullptr;
-  std::set<c10::StreamId> stream_uses;
+  // Streams of any device (record_stream takes them all), as CUDA's allocator keeps them.
+  std::unordered_set<c10::Stream> stream_uses;
   int pending_events = 0;
   std::shared_ptr<c10::GatheredContext> context;  // the allocating stack, under memory history
 
@@ -185,10 +187,9 @@ class DeviceCache {
     updateStat(&DeviceStats::requested_bytes, block->is_small, -static_cast<int64_t>(block->requested_size));
     reportToProfiler(block->ptr, -static_cast<int64_t>(block->size));
     if (!block->stream_uses.empty()) {
-      for (const c10::StreamId stream_id : block->stream_uses) {
+      for (const c10::Stream& used_on : block->stream_uses) {
         MydevEvent event;
-        const MydevStream stream(
-            c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device_), stream_id));
+        const MydevStream stream(used_on);
         try {
           event.record(stream);
         } catch (const c10::Error&) {
@@ -218,8 +219,8 @@ class DeviceCache {
   void recordStream(void* ptr, const MydevStream& stream) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     Block* block = liveBlockLocked(ptr, "recordStream");
-    if (stream.id() != block->stream) {
-      block->stream_uses.insert(stream.id());
+    if (stream.device_index() != device_ || stream.id() != block->stream) {
+      block->stream_uses.insert(stream.unwrap());
     }
   }
 
@@ -616,8 +617,20 @@ class MydevCachingAllocator final : public c10::DeviceAllocator {
 
   c10::DeleterFnPtr raw_deleter() const override { return &deleteBlock; }
 
+  // PyTorch copies a copy-on-write storage with this when a write makes it
+  // materialize, then writes the copy on the current stream; the copy must
+  // follow that stream's pending writes to the source (mydevMemcpy would run
+  // it on the default stream, ahead of them) and be complete on return, as
+  // CUDA's cudaMemcpy is.
   void copy_data(void* dest, const void* src, std::size_t count) const override {
-    MYDEV_CHECK(mydevMemcpy(dest, src, count, mydevMemcpyDeviceToDevice));
+    if (count == 0) {
+      return;
+    }
+    int device = 0;
+    MYDEV_CHECK(mydevPointerGetDevice(&device, dest));
+    const MydevStream stream = getCurrentMydevStream(static_cast<c10::DeviceIndex>(device));
+    MYDEV_CHECK(mydevMemcpyAsync(dest, src, count, mydevMemcpyDeviceToDevice, stream.handle()));
+    stream.synchronize();
   }
 
   bool initialized() override { return true; }

@@ -39,6 +39,17 @@ int install(mydevFaultKind kind, std::string name, int nth) {
   return id;
 }
 
+bool all_digits(const std::string& text) { return text.find_first_not_of("0123456789") == std::string::npos; }
+
+// A count from 1 to 10^9 (strtol saturates longer digit strings beyond it).
+bool parse_count(const std::string& digits, int* nth) {
+  if (digits.empty() || !all_digits(digits)) return false;
+  const long value = strtol(digits.c_str(), nullptr, 10);
+  if (value < 1 || value > 1000000000) return false;
+  *nth = static_cast<int>(value);
+  return true;
+}
+
 // "<name>[:<nth>]": the count is the digits after the last ':' (names contain "::").
 bool split_count(const std::string& spec, std::string* name, int* nth) {
   const size_t colon = spec.rfind(':');
@@ -46,12 +57,10 @@ bool split_count(const std::string& spec, std::string* name, int* nth) {
   *nth = 1;
   if (colon == std::string::npos || colon + 1 == spec.size()) return !spec.empty();
   const std::string digits = spec.substr(colon + 1);
-  if (digits.find_first_not_of("0123456789") != std::string::npos) return true;
+  if (!all_digits(digits)) return true;
   if (colon == 0 || spec[colon - 1] == ':') return false;
-  const long value = strtol(digits.c_str(), nullptr, 10);
-  if (value < 1 || value > 1000000000) return false;
+  if (!parse_count(digits, nth)) return false;
   *name = spec.substr(0, colon);
-  *nth = static_cast<int>(value);
   return !name->empty();
 }
 
@@ -60,11 +69,7 @@ bool parse_spec(const std::string& spec, mydevFaultKind* kind, std::string* name
     *kind = mydevFaultOutOfMemory;
     *name = "";
     *nth = 1;
-    if (spec.size() == 3) return true;
-    const std::string digits = spec.substr(4);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
-    *nth = static_cast<int>(strtol(digits.c_str(), nullptr, 10));
-    return *nth >= 1;
+    return spec.size() == 3 || parse_count(spec.substr(4), nth);
   }
   if (spec.rfind("hang:", 0) == 0) {
     *kind = mydevFaultKernelHang;

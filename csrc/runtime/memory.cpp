@@ -217,7 +217,9 @@ mydevError_t mydevHostAlloc(void** host_ptr, size_t size) {
   *host_ptr = nullptr;
   if (size == 0) return mydevSuccess;
   void* allocation = nullptr;
-  if (posix_memalign(&allocation, static_cast<size_t>(sysconf(_SC_PAGESIZE)), round_up_to_page(size)) != 0) {
+  // A size within a page of SIZE_MAX would round up to 0.
+  if (round_up_to_page(size) < size ||
+      posix_memalign(&allocation, static_cast<size_t>(sysconf(_SC_PAGESIZE)), round_up_to_page(size)) != 0) {
     return set_error(mydevErrorMemoryAllocation, "%s: cannot allocate %s of pinned host memory", api,
                      format_bytes(size).c_str());
   }

@@ -260,6 +260,9 @@ TEST(pointer_attributes) {
   CHECK_EQ(attr.size, 10000u);
   CHECK_OK(mydevFreeHost(pinned));
   CHECK_ERR(mydevFreeHost(pinned), mydevErrorInvalidValue);
+  // Rounded up to whole pages, a size this close to SIZE_MAX would wrap around to a tiny block.
+  CHECK_ERR(mydevHostAlloc(&pinned, SIZE_MAX - 100), mydevErrorMemoryAllocation);
+  CHECK(pinned == nullptr);
 
   int stack_variable = 0;
   CHECK_OK(mydevPointerGetAttributes(&attr, &stack_variable));

@@ -214,6 +214,9 @@ TEST(environment_injects_faults) {
   result = run_self("print-config", {"MYDEV_INJECT_FAULT=oom:x"});
   CHECK_CONTAINS(result.output, "error mydevErrorInitialization");
   CHECK_CONTAINS(result.output, "invalid MYDEV_INJECT_FAULT='oom:x'");
+  // 2^32 + 1 would be 1 as an int: the first allocation would fail.
+  result = run_self("print-config", {"MYDEV_INJECT_FAULT=oom:4294967297"});
+  CHECK_CONTAINS(result.output, "invalid MYDEV_INJECT_FAULT='oom:4294967297'");
 }
 
 TEST(kernel_fail_outside_a_kernel_is_ignored) {
