@@ -79,6 +79,12 @@ class TestDeviceSelection(TestCase):
             torch.ones(2).to("mydev:3")
         with self.assertRaisesRegex(ValueError, "Expected a mydev device"):
             torch.mydev.set_device("cpu")
+        # Indices past c10::DeviceIndex's range must not wrap around onto a device that exists (257 onto 1).
+        for call in (torch.mydev.set_device, torch.mydev.get_device_properties, torch.mydev.get_rng_state,
+                     torch.mydev.synchronize, torch.mydev.get_per_process_memory_fraction):
+            with self.assertRaisesRegex(RuntimeError, "Invalid device index 257 for mydev", msg=call.__name__):
+                call(257)
+        self.assertEqual(torch.mydev.current_device(), 0)
 
     def test_thread_has_its_own_current_device(self):
         import threading
@@ -170,6 +176,23 @@ class TestAutoloadAndLazyInit(TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["True", "1234"])
 
+    def test_only_the_latest_seeds_before_init_are_kept(self):
+        # A CPU program that reseeds every step must not pile up calls for a device it never uses.
+        result = run_python(
+            """
+            import torch
+            from torch_mydev.mydev import lazy_init
+            for step in range(1000):
+                torch.manual_seed(step)
+            torch.mydev.manual_seed(5)
+            print(len(lazy_init._queued_calls), torch.mydev.is_initialized())
+            torch.ones(1, device="mydev")
+            print(torch.mydev.initial_seed(), torch.mydev.default_generators[1].initial_seed())
+            """
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["0", "False", "5", "999"])
+
 
 class TestFork(TestCase):
     def test_forked_child_cannot_use_an_initialised_device(self):
@@ -189,13 +212,16 @@ class TestFork(TestCase):
                     parent_tensor + 1
                 except RuntimeError as error:
                     code += 2 if "forked" in str(error) else 0
+                # As in torch.cuda: the devices are still there, so that code choosing a device does not quietly
+                # pick the CPU; using one raises (above).
+                code += 4 if torch.mydev.is_available() and torch.mydev.device_count() == 2 else 0
                 os._exit(code)
             _, status = os.waitpid(pid, 0)
             print(os.waitstatus_to_exitcode(status), (parent_tensor * 2).sum().item())
             """
         )
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["3", "6.0"])
+        self.assertEqual(result.stdout.split(), ["7", "6.0"])
 
     def test_fork_before_initialisation_is_fine(self):
         result = run_python(

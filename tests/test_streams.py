@@ -20,6 +20,28 @@ class TestStreamApi(TestCase):
         self.assertEqual(torch.mydev.Stream(device=1).device, torch.device("mydev:1"))
         self.assertFalse(torch.mydev.is_current_stream_capturing())  # mydev has no graph capture
 
+    def test_priorities_read_back_as_on_cuda(self):
+        self.assertEqual(torch.mydev.Stream.priority_range(), (0, -1))
+        self.assertEqual(torch.mydev.Stream().priority, 0)
+        self.assertEqual(torch.mydev.Stream(priority=-1).priority, -1)
+        self.assertEqual(torch.mydev.Stream(device=1, priority=-3).priority, -1)  # clamped, as CUDA clamps
+        self.assertEqual(torch.mydev.default_stream().priority, 0)
+
+    def test_a_stream_records_this_modules_events(self):
+        side = torch.mydev.Stream()
+        start = torch.mydev.Event(enable_timing=True)
+        self.assertIs(side.record_event(start), start)
+        with torch.mydev.stream(side):
+            torch.randn(256, 256, device="mydev").sum()
+        end = side.record_event(torch.mydev.Event(enable_timing=True))
+        marker = side.record_event()
+        self.assertIsInstance(marker, torch.mydev.Event)
+        marker.synchronize()
+        self.assertTrue(end.query())
+        self.assertGreaterEqual(start.elapsed_time(end), 0.0)
+        with self.assertRaisesRegex(RuntimeError, "external"):
+            torch.mydev.Event(external=True)
+
     def test_stream_context_switches_the_current_stream(self):
         side = torch.mydev.Stream()
         with torch.mydev.stream(side):

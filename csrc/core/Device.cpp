@@ -9,10 +9,21 @@
 
 namespace torch_mydev {
 
+namespace {
+// The count is fixed for the life of the process. Kept once known, so that a
+// forked child, which the runtime refuses, still counts its parent's devices
+// (as torch.cuda's cached count does) and learns why it cannot use them at its
+// first use, rather than finding none and quietly running on the CPU.
+std::atomic<int> g_known_count{-1};
+}  // namespace
+
 c10::DeviceIndex deviceCount() noexcept {
-  int count = 0;
-  if (mydevGetDeviceCount(&count) != mydevSuccess) {
-    return 0;
+  int count = g_known_count.load(std::memory_order_relaxed);
+  if (count < 0) {
+    if (mydevGetDeviceCount(&count) != mydevSuccess) {
+      return 0;
+    }
+    g_known_count.store(count, std::memory_order_relaxed);
   }
   return static_cast<c10::DeviceIndex>(count);
 }
@@ -29,11 +40,10 @@ c10::DeviceIndex currentDevice() {
 // until it answers once (it is fixed for the life of the process); a forked
 // child is still refused by the runtime call the operator makes next.
 void checkDeviceIndex(c10::DeviceIndex device) {
-  static std::atomic<int> known_count{-1};
-  int count = known_count.load(std::memory_order_relaxed);
+  int count = g_known_count.load(std::memory_order_relaxed);
   if (count < 0 || device < 0 || device >= count) {
     MYDEV_CHECK(mydevGetDeviceCount(&count));
-    known_count.store(count, std::memory_order_relaxed);
+    g_known_count.store(count, std::memory_order_relaxed);
   }
   TORCH_CHECK(device >= 0 && device < count, "Invalid device index ", static_cast<int>(device),
               " for mydev: ", count, " device(s) available (valid indices 0..", count - 1, "; set MYDEV_DEVICE_COUNT to simulate more)");

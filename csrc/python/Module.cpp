@@ -10,6 +10,7 @@
 #include "../core/Generator.h"
 #include "../core/HostAllocator.h"
 #include "../core/KernelWorkspaceAllocator.h"
+#include "../core/Stream.h"
 #include "../core/SyncDebug.h"
 #include "../inductor/CompiledKernel.h"
 #include "../inductor/PythonKernel.h"
@@ -21,6 +22,7 @@
 #include <torch/extension.h>
 
 #include <cstring>
+#include <limits>
 
 namespace py = pybind11;
 
@@ -133,6 +135,15 @@ class PythonCompiledKernel {
   std::string kinds_;
 };
 
+// pybind11 hands the index over as an int: narrowed to c10::DeviceIndex
+// unchecked, 257 would name device 1.
+c10::DeviceIndex toDeviceIndex(int device) {
+  TORCH_CHECK(device >= std::numeric_limits<c10::DeviceIndex>::min() &&
+                  device <= std::numeric_limits<c10::DeviceIndex>::max(),
+              "Invalid device index ", device, " for mydev: ", static_cast<int>(deviceCount()), " device(s) available");
+  return static_cast<c10::DeviceIndex>(device);
+}
+
 }  // namespace
 
 }  // namespace torch_mydev
@@ -146,13 +157,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
   m.def("_device_count", [] { return static_cast<int>(deviceCount()); });
   m.def("_current_device", [] { return static_cast<int>(currentDevice()); });
-  m.def("_set_device", [](int device) { setDevice(static_cast<c10::DeviceIndex>(device)); });
+  m.def("_set_device", [](int device) { setDevice(toDeviceIndex(device)); });
   m.def("_synchronize", [](int device) {
     // pybind11 installs no warning handler: this one buffers the kernels' warnings
     // while the GIL is released and raises them as Python warnings when it goes.
     torch::PyWarningHandler python_warnings;
     py::gil_scoped_release no_gil;
-    synchronizeDevice(static_cast<c10::DeviceIndex>(device));
+    synchronizeDevice(toDeviceIndex(device));
   });
 
   py::class_<mydevDeviceProp>(m, "_MydevDeviceProperties")
@@ -166,7 +177,20 @@ PYBIND11_MODULE(_C, m) {
             ", minor=" + std::to_string(p.minor) + ", total_memory=" + std::to_string(p.totalGlobalMem >> 20) +
             "MB, multi_processor_count=" + std::to_string(p.multiProcessorCount) + ")";
       });
-  m.def("_get_device_properties", [](int device) { return deviceProperties(static_cast<c10::DeviceIndex>(device)); });
+  m.def("_get_device_properties", [](int device) { return deviceProperties(toDeviceIndex(device)); });
+
+  // torch.Stream has no priority; torch.cuda.Stream reads it from its own base class.
+  m.def("_stream_priority", [](int device, int64_t stream_id) {
+    return MydevStream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, toDeviceIndex(device)),
+                                   stream_id))
+        .priority();
+  });
+  m.def("_stream_priority_range", [] {
+    int lowest = 0;
+    int highest = 0;
+    MYDEV_CHECK(mydevDeviceGetStreamPriorityRange(&lowest, &highest));
+    return std::make_pair(lowest, highest);
+  });
 
   // torch.Event.elapsed_time refuses subclasses of torch.Event (2.13 checks the exact type), so
   // torch.mydev.Event times itself through this, with the raw events (Event.event_id).
@@ -179,9 +203,9 @@ PYBIND11_MODULE(_C, m) {
   });
 
   m.def("_set_memory_fraction", [](double fraction, int device) {
-    setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(device));
+    setMemoryFraction(fraction, toDeviceIndex(device));
   });
-  m.def("_get_memory_fraction", [](int device) { return memoryFraction(static_cast<c10::DeviceIndex>(device)); });
+  m.def("_get_memory_fraction", [](int device) { return memoryFraction(toDeviceIndex(device)); });
   // Allocates on the current device and stream, like torch.cuda.caching_allocator_alloc.
   m.def("_caching_allocator_alloc",
         [](size_t size) { return reinterpret_cast<uintptr_t>(cachingAllocator()->raw_allocate(size)); });
@@ -242,6 +266,6 @@ PYBIND11_MODULE(_C, m) {
   m.attr("_inductor_launch_api") = py::capsule(inductorLaunchApi(), "torch_mydev._C._inductor_launch_api");
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(
-        THPGenerator_initDefaultGenerator(defaultGenerator(static_cast<c10::DeviceIndex>(device))));
+        THPGenerator_initDefaultGenerator(defaultGenerator(toDeviceIndex(device))));
   });
 }

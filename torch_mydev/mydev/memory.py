@@ -168,6 +168,17 @@ def mem_get_info(device=None):
     return torch.accelerator.get_memory_info(_index(device))
 
 
+def device_memory_used(device=None):
+    """Bytes of the device's memory in use, as the runtime sees it (the caching allocator's reserve included)."""
+    free, total = mem_get_info(device)
+    return total - free
+
+
+def get_allocator_backend():
+    """The device allocator's backend: "native", mydev's caching allocator (torch.cuda's name for its own)."""
+    return "native"
+
+
 def _format_size(value):
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(value) < 1024 or unit == "GiB":
@@ -241,6 +252,15 @@ def _snapshot(device=None):
     pytorch.org/memory_viz read. Covers every device (device is accepted for torch.cuda's signature)."""
     _check_device(device)
     return _C._memory_snapshot()
+
+
+def memory_snapshot(mempool_id=None):
+    """The segments of every device's caching allocator, as torch.cuda.memory_snapshot: _snapshot()["segments"].
+
+    mydev has no memory pools, so mempool_id must be None."""
+    if mempool_id is not None:
+        raise ValueError("mydev has no memory pools: memory_snapshot takes mempool_id=None")
+    return _snapshot()["segments"]
 
 
 def _dump_snapshot(filename="dump_snapshot.pickle"):

@@ -52,7 +52,7 @@ def manual_seed(seed):
     def seed_current():
         _default_generator(_C._current_device()).manual_seed(seed)
 
-    _lazy_call(seed_current)
+    _lazy_call(seed_current, seed=True)
 
 
 def manual_seed_all(seed):
@@ -63,7 +63,7 @@ def manual_seed_all(seed):
         for index in range(device_count()):
             _default_generator(index).manual_seed(seed)
 
-    _lazy_call(seed_all)
+    _lazy_call(seed_all, seed_all=True)
 
 
 def seed():

@@ -21,19 +21,41 @@ class Stream(torch.Stream):
         index = _get_device_index(device, optional=True)
         return super().__new__(cls, torch.device("mydev", index), priority=priority)
 
+    @property
+    def priority(self):
+        """The priority the stream was created with: 0 (normal) or -1 (high)."""
+        return _C._stream_priority(self.device_index, self.stream_id)
+
+    @staticmethod
+    def priority_range():
+        """(lowest, highest) priority, as torch.cuda.Stream.priority_range: mydev has two levels."""
+        return _C._stream_priority_range()
+
+    def record_event(self, event=None):
+        """Records ``event`` (a new torch.mydev.Event if None) on this stream and returns it.
+
+        torch.Stream.record_event takes only an exact torch.Event (2.13), not this module's Event."""
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
     def __repr__(self):
         return f"<torch.mydev.Stream device=mydev:{self.device_index} stream_id={self.stream_id}>"
 
 
 class Event(torch.Event):
-    """A mydev event: marks a point in a stream; supports timing when ``enable_timing``."""
+    """A mydev event: marks a point in a stream; supports timing when ``enable_timing``.
 
-    def __new__(cls, enable_timing=False, blocking=False, interprocess=False, device=None):
+    As a CUDA event, it belongs to the device of the stream it is first recorded on."""
+
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False, external=False):
         _lazy_init()
         if interprocess:
             raise RuntimeError("mydev events cannot be shared between processes (interprocess=True)")
-        index = _get_device_index(device, optional=True)
-        return super().__new__(cls, torch.device("mydev", index), enable_timing=enable_timing, blocking=blocking)
+        if external:
+            raise RuntimeError("mydev has no graph capture, so no external events (external=True)")
+        return super().__new__(cls, "mydev", enable_timing=enable_timing, blocking=blocking)
 
     def elapsed_time(self, end_event):
         """Milliseconds from this event to ``end_event``; both must be timing events that completed."""
