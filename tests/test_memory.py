@@ -162,6 +162,19 @@ class TestCachingAllocator(TestCase):
         self.assertEqual(clone.cpu(), torch.full((1 << 22,), 6.0))
         self.assertEqual(x.cpu(), torch.full((1 << 22,), 5.0))
 
+    def test_torch_cuda_style_memory_queries(self):
+        x = torch.empty(64 * MiB, dtype=torch.uint8, device="mydev")
+        free, total = torch.mydev.mem_get_info()
+        self.assertEqual(torch.mydev.device_memory_used(), total - free)
+        self.assertGreaterEqual(torch.mydev.device_memory_used(), 64 * MiB)
+        segments = torch.mydev.memory_snapshot()
+        self.assertTrue(any(block["address"] == x.data_ptr() and block["state"] == "active_allocated"
+                            for segment in segments for block in segment["blocks"]))
+        with self.assertRaisesRegex(ValueError, "no memory pools"):
+            torch.mydev.memory_snapshot(mempool_id=(0, 1))
+        self.assertEqual(torch.mydev.get_allocator_backend(), "native")
+        del x
+
     def test_empty_cache_returns_memory_to_the_device(self):
         x = torch.empty(64 * MiB, dtype=torch.uint8, device="mydev")
         free_while_held, total = torch.mydev.mem_get_info()
