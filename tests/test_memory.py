@@ -153,6 +153,7 @@ class TestCachingAllocator(TestCase):
         # the writes to the source still queued there, not ahead of them on the default stream.
         side = torch.mydev.Stream()
         x = torch.zeros(1 << 22, device="mydev")
+        side.wait_stream(torch.mydev.current_stream())  # the zeros are written on the default stream
         with torch.mydev.stream(side):
             for _ in range(5):
                 x.add_(1)
