@@ -73,6 +73,13 @@ class TestNestedTensors(TestCase):
         self.assert_nested_equal(torch.ops.aten._nested_sum_backward(grad, mydev, [-1], True),
                                  torch.ops.aten._nested_sum_backward(grad_cpu, cpu, [-1], True))
 
+    def test_sum_of_empty_nested_tensors_matches_the_cpu(self):
+        for parts in ([torch.randn(2, 0), torch.randn(3, 0)], [torch.randn(0, 3), torch.randn(0, 3)]):
+            cpu = torch.nested.nested_tensor(parts)
+            self.assert_nested_equal(cpu.to("mydev").sum(-1, keepdim=True), cpu.sum(-1, keepdim=True))
+        nothing = torch.nested.nested_tensor([], device="mydev")
+        self.assertEqual(len(nothing.sum(-1, keepdim=True).unbind()), 0)
+
     def test_layer_norm_forward_and_backward(self):
         cpu, mydev = on_both()
         cpu_norm = nn.LayerNorm(4)
@@ -89,6 +96,35 @@ class TestNestedTensors(TestCase):
         self.assert_nested_equal(outputs[1].detach(), outputs[0].detach(), atol=1e-5, rtol=1e-5)
         self.assert_nested_equal(mydev_input.grad, cpu_input.grad, atol=1e-5, rtol=1e-4)
         self.assertEqual(mydev_norm.weight.grad.cpu(), cpu_norm.weight.grad, atol=1e-5, rtol=1e-4)
+
+    def test_layer_norm_statistics_have_the_cpus_shape(self):
+        cpu, mydev = on_both()
+        weight, bias = torch.ones(4), torch.zeros(4)
+        for got, expected in zip(torch.native_layer_norm(mydev, (4,), weight.to("mydev"), bias.to("mydev"), 1e-5)[1:],
+                                 torch.native_layer_norm(cpu, (4,), weight, bias, 1e-5)[1:]):
+            self.assertEqual(got.cpu(), expected, atol=1e-5, rtol=1e-5)
+        for device in ("cpu", "mydev"):
+            with self.assertRaisesRegex(ValueError, "NestedTensor layer_norm requires weight and bias"):
+                torch.native_layer_norm(mydev.to(device), (4,), None, None, 1e-5)
+
+    def test_layer_norm_of_an_empty_last_dimension_is_refused(self):
+        # The CPU's nested kernel divides by the normalized shape's elements: SIGFPE.
+        nested = torch.nested.nested_tensor([torch.randn(2, 0), torch.randn(3, 0)], device="mydev")
+        with self.assertRaisesRegex(RuntimeError, r"normalized_shape with elements, got \[0\]"):
+            F.layer_norm(nested, (0,), torch.ones(0, device="mydev"), torch.zeros(0, device="mydev"))
+
+    def test_nested_metadata_on_the_device_is_refused(self):
+        # ATen's generic constructors read a nested tensor's sizes on the host: a device tensor there ended the
+        # process with an illegal memory access.
+        sizes = torch.tensor([[2, 3], [4, 3]])
+        with self.assertRaisesRegex(RuntimeError, "_nested_from_padded: the nested sizes must be a CPU tensor"):
+            torch._nested_from_padded(torch.randn(2, 4, 3, device="mydev"), sizes.to("mydev"))
+        padded = torch.randn(2, 4, 3)
+        self.assertEqual(torch._nested_from_padded(padded.to("mydev"), sizes).to_padded_tensor(0).cpu(),
+                         torch._nested_from_padded(padded, sizes).to_padded_tensor(0))
+        with self.assertRaisesRegex(RuntimeError, "_nested_view_from_buffer: the nested sizes must be a CPU tensor"):
+            torch._nested_view_from_buffer(torch.randn(12, device="mydev"), torch.tensor([[2, 3], [2, 3]], device="mydev"),
+                                           torch.tensor([[3, 1], [3, 1]]), torch.tensor([0, 6]))
 
     def test_layer_norm_refuses_a_ragged_dimension_as_the_cpu_does(self):
         parts = [torch.randn(2, 4), torch.randn(2, 2)]

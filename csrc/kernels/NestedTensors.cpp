@@ -23,6 +23,7 @@
 #include <ATen/ops/_nested_tensor_from_mask_native.h>
 #include <ATen/ops/_nested_view_from_buffer_native.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/accumulate.h>
 #include <torch/library.h>
 
 #include <set>
@@ -54,16 +55,30 @@ at::Tensor sumLastDimension(const at::Tensor& self, at::OptionalIntArrayRef opt_
               "got dimension ", dim, " instead.");
   TORCH_CHECK(keepdim, "NestedTensor always requires keepdim=True for now.");
   TORCH_CHECK(!dtype, "NestedTensor does not support dtype argument for now.");
+  const auto* impl = at::native::get_nested_tensor_impl(self);
+  TORCH_CHECK(at::native::nested_tensor_impl_is_contiguous(impl),
+              "NestedTensor does not support reductions when the input is noncontiguous for now.");
+  if (impl->size(0) == 0) {
+    return self;  // as the CPU's
+  }
+  const at::Tensor sizes = sizesWithLastDimension(self, 1);
+  if (self.numel() == 0) {
+    // Nothing to pad (to_padded_tensor refuses): each sum is of no elements.
+    return at::native::wrap_buffer(at::zeros({sizes.prod(-1).sum().item<int64_t>()}, self.options()), sizes);
+  }
   // Padding with zeros adds nothing to a sum, and is cut off again. The sum
   // keeps the input's dtype, as the CPU's does.
   const at::Tensor sums = self.to_padded_tensor(0).sum(-1, /*keepdim=*/true, self.scalar_type());
-  return at::_nested_from_padded(sums, sizesWithLastDimension(self, 1));
+  return at::_nested_from_padded(sums, sizes);
 }
 
 at::Tensor sumLastDimensionBackward(const at::Tensor& grad, const at::Tensor& self, at::OptionalIntArrayRef opt_dims,
                                     bool keepdim) {
   TORCH_CHECK(opt_dims.has_value() && opt_dims->size() == 1 && keepdim,
               "NestedTensor sum backward supports one dimension, kept");
+  if (self.numel() == 0) {
+    return at::zeros_like(self);
+  }
   const at::Tensor self_sizes = at::native::get_nested_tensor_impl(self)->get_nested_sizes();
   std::vector<int64_t> padded_shape{self_sizes.size(0)};
   if (self_sizes.size(0) > 0) {
@@ -83,23 +98,36 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> transformBiasRescaleQkv(const at:
   return at::_transform_bias_rescale_qkv(qkv.to_padded_tensor(0), qkv_bias, num_heads);
 }
 
+// ATen's checks divide the elements by the normalized shape's (the CPU's
+// nested layer norm dies of SIGFPE on a last dimension of 0).
+void checkNormalizedShapeHasElements(at::IntArrayRef shape) {
+  TORCH_CHECK(c10::multiply_integers(shape) > 0,
+              "layer_norm of a nested tensor needs a normalized_shape with elements, got ", shape);
+}
+
+std::optional<at::Tensor> flat(const std::optional<at::Tensor>& tensor) {
+  return tensor && tensor->defined() ? std::optional<at::Tensor>(tensor->reshape({-1})) : std::nullopt;
+}
+
 // Layer norm of a contiguous nested tensor over its last, regular
 // dimensions: the dense kernel over its buffer seen as M rows of N, after the
 // CPU's own checks of the shapes (which keep a ragged dimension out).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layerNorm(const at::Tensor& input, c10::SymIntArrayRef normalized_shape,
                                                           const std::optional<at::Tensor>& weight,
                                                           const std::optional<at::Tensor>& bias, double eps) {
+  TORCH_CHECK_VALUE(weight && weight->defined() && bias && bias->defined(),
+                    "NestedTensor layer_norm requires weight and bias");  // as the CPU's and CUDA's
   const auto* impl = at::native::get_nested_tensor_impl(input);
   TORCH_CHECK(at::native::nested_tensor_impl_is_contiguous(impl), "NestedTensor must be contiguous for layer_norm");
   const auto shape = C10_AS_INTARRAYREF_SLOW(normalized_shape);
+  checkNormalizedShapeHasElements(shape);
   const auto [rows, features] = at::native::_check_nested_layer_norm_inputs(
       *impl, shape, weight.value_or(at::Tensor()), bias.value_or(at::Tensor()));
-  const auto flat = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
-    return t && t->defined() ? std::optional<at::Tensor>(t->reshape({-1})) : std::nullopt;
-  };
   auto [output, mean, rstd] =
       at::native_layer_norm(impl->get_buffer().view({rows, features}), {features}, flat(weight), flat(bias), eps);
-  return {at::native::wrap_buffer(output.view({-1}), impl->get_nested_sizes().clone()), mean, rstd};
+  // One statistic per row, as the CPU's nested kernel shapes them.
+  return {at::native::wrap_buffer(output.view({-1}), impl->get_nested_sizes().clone()), mean.view({rows}),
+          rstd.view({rows})};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layerNormBackward(
@@ -108,15 +136,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layerNormBackward(
     const std::optional<at::Tensor>& bias, std::array<bool, 3> output_mask) {
   const auto* impl = at::native::get_nested_tensor_impl(input);
   const auto shape = C10_AS_INTARRAYREF_SLOW(normalized_shape);
+  checkNormalizedShapeHasElements(shape);
   const auto [rows, features] = at::native::_check_nested_layer_norm_inputs(
       *impl, shape, weight.value_or(at::Tensor()), bias.value_or(at::Tensor()));
-  const auto flat = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
-    return t && t->defined() ? std::optional<at::Tensor>(t->reshape({-1})) : std::nullopt;
-  };
   const at::Tensor grad_rows = at::native::get_buffer(grad_out.contiguous()).view({rows, features});
   auto [grad_input, grad_weight, grad_bias] = at::native_layer_norm_backward(
-      grad_rows, impl->get_buffer().view({rows, features}), {features}, mean, rstd, flat(weight), flat(bias),
-      output_mask);
+      grad_rows, impl->get_buffer().view({rows, features}), {features}, mean.view({rows, 1}), rstd.view({rows, 1}),
+      flat(weight), flat(bias), output_mask);
   if (grad_input.defined()) {
     grad_input = at::native::wrap_buffer(grad_input.view({-1}), impl->get_nested_sizes().clone());
   }
@@ -129,8 +155,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layerNormBackward(
   return {grad_input, grad_weight, grad_bias};
 }
 
+// A nested tensor's sizes, strides and offsets live on the host, where ATen's
+// generic constructors read them: on the device they would be read from
+// device memory (a fault that ends the process).
+void checkOnHost(const at::Tensor& metadata, const char* what, const char* op) {
+  TORCH_CHECK(metadata.is_cpu(), op, ": the nested ", what, " must be a CPU tensor (a nested tensor's metadata ",
+              "lives on the host), got one on ", metadata.device());
+}
+
 at::Tensor nestedFromPadded(const at::Tensor& padded, const at::Tensor& sizes, bool fuse_transform_0213) {
+  checkOnHost(sizes, "sizes", "_nested_from_padded");
   return at::native::nested_from_padded_generic(padded, sizes, fuse_transform_0213);
+}
+
+at::Tensor nestedViewFromBuffer(const at::Tensor& buffer, const at::Tensor& sizes, const at::Tensor& strides,
+                                const at::Tensor& offsets) {
+  checkOnHost(sizes, "sizes", "_nested_view_from_buffer");
+  checkOnHost(strides, "strides", "_nested_view_from_buffer");
+  checkOnHost(offsets, "offsets", "_nested_view_from_buffer");
+  return at::native::_nested_view_from_buffer(buffer, sizes, strides, offsets);
 }
 
 // Registered by name at load, for every operator the CPU has a nested kernel
@@ -166,7 +209,7 @@ TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_nested_tensor_from_mask", TORCH_FN(at::native::NestedTensor_nested_tensor_from_mask));
   m.impl("_nested_from_padded", TORCH_FN(nestedFromPadded));
-  m.impl("_nested_view_from_buffer", TORCH_FN(at::native::_nested_view_from_buffer));
+  m.impl("_nested_view_from_buffer", TORCH_FN(nestedViewFromBuffer));
 }
 
 }  // namespace torch_mydev
