@@ -80,6 +80,16 @@ class TestBadInputRaisesAtTheCall(TestCase):
             self.assertEqual(str(on_device.exception).replace(device, "cpu"), str(on_cpu.exception), msg=attempt)
             torch.mydev.synchronize()  # nothing failing was queued
 
+    def test_a_view_of_a_storage_resized_smaller_is_refused_at_the_launch(self, device):
+        # FSDP frees parameters this way; a kernel reading the view would fault past the storage's end.
+        base = torch.ones(4, 4, device=device)
+        view = base.t()
+        base.untyped_storage().resize_(0)
+        with self.assertRaisesRegex(RuntimeError, r"needs 64 bytes of its storage, which has 0"):
+            view.sum()
+        torch.mydev.synchronize()
+        self.assertEqual(torch.ones(4, device=device).sum().item(), 4.0)  # the device goes on
+
     def test_a_missing_dtype_kernel_is_remembered_and_nothing_is_queued(self, device):
         x = torch.ones(3, device=device, dtype=torch.float64)
         with self.assertRaisesRegex(NotImplementedError, "not implemented for 'Double'"):

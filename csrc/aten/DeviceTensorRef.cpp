@@ -9,10 +9,28 @@ namespace torch_mydev {
 
 namespace {
 
+// A view outlives a shrinking of its storage (untyped_storage().resize_(0),
+// as FSDP frees parameters): its kernel would read past the storage's end, a
+// fault that ends the process. Refused at the launch instead.
+void checkWithinStorage(const at::Tensor& tensor, const c10::Storage& storage) {
+  if (tensor.numel() == 0) {
+    return;
+  }
+  int64_t last = tensor.storage_offset();
+  for (int64_t dim = 0; dim < tensor.dim(); ++dim) {
+    last += (tensor.size(dim) - 1) * tensor.stride(dim);
+  }
+  const size_t needed = static_cast<size_t>(last + 1) * tensor.itemsize();
+  TORCH_CHECK(needed <= storage.nbytes(), "mydev: a tensor of sizes ", tensor.sizes(), ", strides ",
+              tensor.strides(), " and storage offset ", tensor.storage_offset(), " needs ", needed,
+              " bytes of its storage, which has ", storage.nbytes(), " (resized smaller after the tensor was made)");
+}
+
 // Fills `ref` in place: a kernel launch describes every tensor argument, and
 // building a DeviceTensorRef to copy it would copy its shape vectors twice.
 void describeInto(const at::Tensor& tensor, DeviceTensorRef& ref) {
   const c10::Storage& storage = tensor.storage();
+  checkWithinStorage(tensor, storage);
   ref.storage_base = const_cast<void*>(storage.data());
   ref.storage_nbytes = storage.nbytes();
   ref.storage_offset = tensor.storage_offset();
