@@ -190,5 +190,32 @@ class TestDistributedPatches(TestCase):
             self.assertEqual(self.default_backend_of("cpu:gloo,mydev:mccl"), ("undefined", False))
 
 
+@unittest.skipUnless(patches.patches_apply(), "the patches are written for another torch release")
+class TestProfilerPatch(TestCase):
+    def profile_a_failing_kernel(self):
+        x = torch.ones(4, device="mydev")
+        torch.mydev.synchronize()
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.PrivateUse1]
+        with self.assertRaisesRegex(RuntimeError, "kernel 'aten::mul.Tensor' failed on mydev:0: injected fault"):
+            with torch.profiler.profile(activities=activities):
+                with torch.mydev.inject_fault("aten::mul", nth=1):
+                    x * 2
+
+    def test_a_device_error_at_the_profiles_end_still_ends_it(self):
+        self.profile_a_failing_kernel()
+        self.assertFalse(torch._C._autograd._profiler_enabled())
+        self.assertEqual((torch.ones(4, device="mydev") * 2).cpu(), torch.full((4,), 2.0))
+
+    def test_profiler_exit_patch_is_still_needed(self):
+        original = torch.autograd.profiler.profile.__exit__.original
+        with mock.patch.object(torch.autograd.profiler.profile, "__exit__", original):
+            self.profile_a_failing_kernel()
+        try:
+            self.assertTrue(torch._C._autograd._profiler_enabled())
+        finally:
+            if torch._C._autograd._profiler_enabled():
+                torch._C._autograd._disable_profiler()
+
+
 if __name__ == "__main__":
     run_tests()

@@ -38,9 +38,10 @@ from torch_mydev import ops  # noqa: E402  (registers the autograd formula of th
 from torch_mydev import _autograd_exit  # noqa: E402,F401  (see its docstring)
 from torch_mydev import distributed  # noqa: E402
 from torch_mydev import inductor  # noqa: E402
-from torch_mydev.patches import patch_dlpack_for_mydev, run_after_import  # noqa: E402
+from torch_mydev.patches import patch_dlpack_for_mydev, patch_profiler_exit_for_mydev, run_after_import  # noqa: E402
 
 patch_dlpack_for_mydev()
+patch_profiler_exit_for_mydev()
 
 # torch.compile support registers once torch imports the pieces it extends (torch_mydev/inductor/__init__.py).
 run_after_import("torch._dynamo.device_interface", inductor.register_device_interface)

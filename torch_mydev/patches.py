@@ -194,6 +194,39 @@ def patch_dlpack_for_mydev():
     torch.Tensor.__dlpack__ = _replacing(original_dlpack, __dlpack__)
 
 
+def patch_profiler_exit_for_mydev():
+    """``torch.autograd.profiler.profile.__exit__`` ends the profile even when the device reports an error there.
+
+    The exit first synchronizes the device, then disables the profiler, with nothing in between to catch an error.
+    A kernel error still pending surfaces at that synchronization. On CUDA it would have ruined the context anyway;
+    a mydev device reports it once and stays usable, so the program went on with the profiler still on, recording
+    every later operator without end (170 MB more over 60,000 additions). The patch finishes the exit without the
+    synchronization, then raises the device's error. Upstream's fix would be a ``try``/``finally`` around it.
+    """
+    if not patches_apply():
+        _skip_patch("profile.__exit__", "torch", torch.__version__, PATCHED_TORCH)
+        return
+    profile = torch.autograd.profiler.profile
+    if _is_patched(profile.__exit__):
+        return
+    original_exit = profile.__exit__
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        try:
+            return original_exit(self, exc_type, exc_val, exc_tb)
+        except Exception:
+            if self.use_device != "mydev" or not torch._C._autograd._profiler_enabled():
+                raise
+            device, self.use_device = self.use_device, None
+            try:
+                original_exit(self, exc_type, exc_val, exc_tb)
+            finally:
+                self.use_device = device
+            raise
+
+    profile.__exit__ = _replacing(original_exit, __exit__)
+
+
 def patch_default_process_group_backends():
     """``init_process_group()`` with no backend on a mydev machine: torch 2.13's ``BackendConfig`` maps only the
     accelerator's device type (``{"mydev": "mccl"}``), so CPU tensors and object collectives then fail ("No backend
