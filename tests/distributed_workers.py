@@ -722,6 +722,53 @@ def mismatched_collectives(rank, world_size, init_file, cases):
     dist.destroy_process_group()
 
 
+def refused_at_the_call(rank, world_size, init_file):
+    """Inputs gloo refuses only on its own thread, where the refusal would break the group, are refused at the call,
+    as NCCL refuses them; the group goes on."""
+    device = init(rank, world_size, init_file, timeout_s=20)
+    premul_half = dist._make_nccl_premul_sum(0.5)
+    refused = [
+        (TypeError, "all_reduce cannot average Long tensors",
+         lambda: dist.all_reduce(torch.ones(4, dtype=torch.long, device=device), op=dist.ReduceOp.AVG)),
+        (TypeError, "all_reduce cannot average Bool tensors",
+         lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool, device=device), op=dist.ReduceOp.AVG)),
+        (TypeError, "all_reduce: bitwise reductions need integer or bool tensors, got Float",
+         lambda: dist.all_reduce(torch.ones(4, device=device), op=dist.ReduceOp.BAND)),
+        (ValueError, "reduce supports only SUM, AVG and PREMUL_SUM of complex tensors, got ComplexFloat",
+         lambda: dist.reduce(torch.ones(4, dtype=torch.complex64, device=device), 0, op=dist.ReduceOp.MAX)),
+        (ValueError, "reduce_scatter_tensor supports only SUM, AVG and PREMUL_SUM of complex tensors",
+         lambda: dist.reduce_scatter_tensor(torch.empty(2, dtype=torch.complex64, device=device),
+                                            torch.ones(2 * world_size, dtype=torch.complex64, device=device),
+                                            op=dist.ReduceOp.PRODUCT)),
+        (TypeError, "reduce_scatter_tensor with PREMUL_SUM scales by a real factor: Long tensors",
+         lambda: dist.reduce_scatter_tensor(torch.empty(2, dtype=torch.long, device=device),
+                                            torch.ones(2 * world_size, dtype=torch.long, device=device),
+                                            op=premul_half)),
+        (RuntimeError, "cannot write into a tensor whose elements share memory",
+         lambda: dist.all_reduce(torch.ones(1, device=device).expand(4))),
+        (ValueError, "all_to_all_single's input splits [1, 1] are not one per rank (2) adding up to its 4 rows",
+         lambda: dist.all_to_all_single(torch.empty(2 * world_size, device=device), torch.ones(4, device=device),
+                                        output_split_sizes=[2] * world_size, input_split_sizes=[1, 1])),
+    ]
+    for error, message, call in refused:
+        try:
+            call()
+        except error as raised:
+            assert message in str(raised), (message, str(raised))
+        else:
+            raise AssertionError(f"not refused: {message}")
+
+    tensor = torch.full((4,), float(rank + 1), device=device)
+    dist.all_reduce(tensor)
+    assert_close(tensor.cpu(), torch.full((4,), float(sum(range(1, world_size + 1)))))
+    # A factor of one element in one dimension scales without promoting the bfloat16 inputs.
+    scattered = torch.empty(2, dtype=torch.bfloat16, device=device)
+    dist.reduce_scatter_tensor(scattered, torch.full((2 * world_size,), 2.0, dtype=torch.bfloat16, device=device),
+                               op=dist._make_nccl_premul_sum(torch.tensor([0.5])))
+    assert_close(scattered.cpu(), torch.full((2,), float(world_size), dtype=torch.bfloat16))
+    dist.destroy_process_group()
+
+
 def mixed_check_settings(rank, world_size, init_file):
     """Rank 0 checks collectives, the others do not: the group refuses to start, on every rank."""
     os.environ["MCCL_CHECK_COLLECTIVES"] = "1" if rank == 0 else "0"

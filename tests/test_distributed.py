@@ -130,6 +130,9 @@ class TestFailures(TestCase):
         self.assertRegex(queued, "^DistBackendError: mccl: .*shut down or aborted")
         self.assertEqual(late, "late send delivered, process alive, backend mccl")
 
+    def test_inputs_gloo_refuses_late_are_refused_at_the_call_and_the_group_goes_on(self):
+        run_ranks(distributed_workers.refused_at_the_call, 2)
+
     def test_every_mismatch_is_reported_on_every_rank_when_checked(self):
         cases = ["shape", "dtype", "reduction", "collective", "root"]
         messages = run_ranks(distributed_workers.mismatched_collectives, 2, cases, env={"MCCL_CHECK_COLLECTIVES": "1"})

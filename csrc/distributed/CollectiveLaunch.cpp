@@ -8,6 +8,7 @@
 #include "../aten/KernelLaunch.h"
 #include "../core/Exception.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
@@ -34,6 +35,16 @@ c10::Device deviceOfCollective(const std::vector<at::Tensor>& tensors, const cha
     TORCH_CHECK(tensor.layout() == c10::kStrided, "mccl: ", name, " supports only dense tensors");
   }
   return device;
+}
+
+// Copying a result into a tensor whose elements share memory fails after the
+// transfer succeeded, which breaks the group; refused at the call, as NCCL
+// refuses tensors that are not contiguous.
+void checkWritable(const std::vector<at::Tensor>& outputs, const char* name) {
+  for (const at::Tensor& output : outputs) {
+    TORCH_CHECK(at::has_internal_overlap(output) != at::MemOverlap::Yes, "mccl: ", name,
+                " cannot write into a tensor whose elements share memory (an expanded tensor): pass a contiguous one");
+  }
 }
 
 // Gloo computes in these dtypes (and in complex ones, as pairs of reals,
@@ -112,6 +123,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
   all.insert(all.end(), outputs.begin(), outputs.end());
   const c10::Device device = type == OpType::BARRIER ? c10::Device(c10::DeviceType::PrivateUse1, form.barrier_device)
                                                      : deviceOfCollective(all, title);
+  checkWritable(outputs, title);
   checkGlooDtypes(all, type);
   const bool is_send = type == OpType::SEND;
   const MydevStream caller = getCurrentMydevStream(device.index());

@@ -117,6 +117,57 @@ void checkOneDtype(const char* name, const std::vector<at::Tensor>& inputs, cons
   }
 }
 
+// Gloo refuses these reductions only on its own thread, where a refusal
+// cannot be told from a failed transfer and breaks the group (as NCCL, and
+// torch's all_reduce for complex tensors, refuse them at the call).
+void checkReduction(const char* name, const c10d::ReduceOp& op, const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& tensor : tensors) {
+    const at::ScalarType dtype = tensor.scalar_type();
+    switch (op.op_) {
+      case c10d::ReduceOp::AVG:
+        TORCH_CHECK_TYPE(at::isFloatingType(dtype) || at::isComplexType(dtype), "mccl: ", name,
+                         " cannot average ", dtype, " tensors (gloo, its transport, divides in place)");
+        break;
+      case c10d::ReduceOp::PREMUL_SUM:
+        TORCH_CHECK_TYPE(at::isFloatingType(dtype) || at::isComplexType(dtype), "mccl: ", name,
+                         " with PREMUL_SUM scales by a real factor: ", dtype, " tensors cannot hold the products");
+        break;
+      case c10d::ReduceOp::BAND:
+      case c10d::ReduceOp::BOR:
+      case c10d::ReduceOp::BXOR:
+        TORCH_CHECK_TYPE(at::isIntegralType(dtype, /*includeBool=*/true), "mccl: ", name,
+                         ": bitwise reductions need integer or bool tensors, got ", dtype);
+        break;
+      case c10d::ReduceOp::MAX:
+      case c10d::ReduceOp::MIN:
+      case c10d::ReduceOp::PRODUCT:
+        TORCH_CHECK_VALUE(!at::isComplexType(dtype), "mccl: ", name,
+                          " supports only SUM, AVG and PREMUL_SUM of complex tensors, got ", dtype);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// all_to_all_single's splits of one tensor, which gloo too checks only on
+// its own thread; none: equal parts.
+void checkSplits(const at::Tensor& tensor, const std::vector<int64_t>& splits, int64_t ranks, const char* which) {
+  TORCH_CHECK_VALUE(tensor.dim() > 0, "mccl: all_to_all_single's ", which, " needs a dimension to split");
+  if (splits.empty()) {
+    TORCH_CHECK_VALUE(tensor.size(0) % ranks == 0, "mccl: all_to_all_single's ", which, " of ", tensor.size(0),
+                      " rows does not split equally across ", ranks, " ranks");
+    return;
+  }
+  int64_t total = 0;
+  for (const int64_t split : splits) {
+    total += split;
+  }
+  TORCH_CHECK_VALUE(static_cast<int64_t>(splits.size()) == ranks && total == tensor.size(0), "mccl: all_to_all_single's ",
+                    which, " splits ", c10::IntArrayRef(splits), " are not one per rank (", ranks, ") adding up to its ",
+                    tensor.size(0), " rows");
+}
+
 // PREMUL_SUM's factor as the kernel will read it: on the host. A device
 // factor is copied on the caller's thread (a copy from inside the comm
 // stream's own kernel would wait for that kernel).
@@ -155,7 +206,8 @@ c10d::ReduceOp scaleForPremulSum(const c10d::ReduceOp& op, std::vector<at::Tenso
     // A tensor factor is on the host already (withHostFactor).
     const at::Tensor scale = factor->tensor_factor.defined() ? factor->tensor_factor
                                                              : at::scalar_tensor(factor->double_factor);
-    input = in_place ? input.mul_(scale) : input.mul(scale);
+    // A factor of one element but more dimensions than none would promote the product's dtype.
+    input = in_place ? input.mul_(scale) : input.mul(scale).to(input.scalar_type());
   }
   return c10d::ReduceOp(c10d::ReduceOp::SUM);
 }
@@ -241,6 +293,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::broadcast(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
   CallRecord record = describeCall({"all_reduce", &opts.reduceOp}, {{tensors, Agreed::kShapes}});
+  checkReduction("all_reduce", opts.reduceOp, tensors);
   return inPlace(OpType::ALLREDUCE, "mccl:all_reduce", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->allreduce(host, scaledForGloo(opts, host, /*in_place=*/true));
@@ -250,6 +303,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                       const c10d::AllreduceCoalescedOptions& opts) {
   CallRecord record = describeCall({"all_reduce_coalesced", &opts.reduceOp}, {{tensors, Agreed::kShapes}});
+  checkReduction("all_reduce_coalesced", opts.reduceOp, tensors);
   return inPlace(OpType::ALLREDUCE_COALESCED, "mccl:all_reduce_coalesced", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->allreduce_coalesced(host, scaledForGloo(opts, host, /*in_place=*/true));
@@ -259,6 +313,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allreduce_coalesced(std::vecto
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce(
     std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   CallRecord record = describeCall({"reduce", &opts.reduceOp, opts.rootRank}, {{tensors, Agreed::kShapes}});
+  checkReduction("reduce", opts.reduceOp, tensors);
   return inPlace(OpType::REDUCE, "mccl:reduce", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
                    return gloo_->reduce(host, scaledForGloo(opts, host, /*in_place=*/true));
@@ -355,6 +410,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter(std::vector<at:
   std::vector<at::Tensor> flat_inputs = flatten(inputs);
   CallRecord record = describeCall({"reduce_scatter", &opts.reduceOp},
                                   {{flat_inputs, Agreed::kShapes}, {outputs, Agreed::kShapes}});
+  checkReduction("reduce_scatter", opts.reduceOp, flat_inputs);
   return collective(OpType::REDUCE_SCATTER, "mccl:reduce_scatter", std::move(record), std::move(flat_inputs),
                     outputs,
                     [this, opts = withHostFactor(opts), sizes = listSizes(inputs)](auto& host_in, auto& host_out) {
@@ -370,6 +426,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_reduce_scatter_base(at::Tenso
   std::vector<at::Tensor> outputs{output};
   CallRecord record = describeCall({"reduce_scatter_tensor", &opts.reduceOp},
                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+  checkReduction("reduce_scatter_tensor", opts.reduceOp, inputs);
   return collective(OpType::_REDUCE_SCATTER_BASE, "mccl:reduce_scatter_tensor", std::move(record), inputs,
                     outputs, [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_in = flatViews(host_in);
@@ -383,6 +440,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce_scatter_tensor_coalesce
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
   CallRecord record = describeCall({"reduce_scatter_tensor_coalesced", &opts.reduceOp},
                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
+  checkReduction("reduce_scatter_tensor_coalesced", opts.reduceOp, inputs);
   return collective(OpType::COALESCED, "mccl:reduce_scatter_tensor_coalesced", std::move(record), inputs, outputs,
                     [this, opts = withHostFactor(opts)](auto& host_in, auto& host_out) {
                       std::vector<at::Tensor> flat_in = flatViews(host_in);
@@ -400,6 +458,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall_base(at::Tensor& outp
   std::vector<at::Tensor> outputs{output};
   // Each rank chooses its own sizes (the splits).
   CallRecord record = describeCall({"all_to_all_single"}, {{inputs, Agreed::kDtypes}, {outputs, Agreed::kDtypes}});
+  checkSplits(input, input_splits, getSize(), "input");
+  checkSplits(output, output_splits, getSize(), "output");
   return collective(OpType::ALLTOALL_BASE, "mccl:all_to_all_single", std::move(record), inputs, outputs,
                     [this, opts, output_splits, input_splits](auto& host_in, auto& host_out) mutable {
                       return gloo_->alltoall_base(host_out[0], host_in[0], output_splits, input_splits, opts);
