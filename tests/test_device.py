@@ -191,7 +191,22 @@ class TestAutoloadAndLazyInit(TestCase):
             """
         )
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["0", "False", "5", "999"])
+        self.assertEqual(result.stdout.split(), ["2", "False", "5", "999"])
+
+    def test_state_set_before_init_is_replayed_in_call_order(self):
+        # Resuming from a checkpoint: a seed, then the saved RNG state, which must win (it does not on torch.cuda,
+        # which replays seeds last).
+        result = run_python(
+            """
+            import torch
+            torch.manual_seed(0)
+            saved = torch.tensor([7] + [0] * 15, dtype=torch.uint8)  # seed 7, offset 0, in CUDA's layout
+            torch.mydev.set_rng_state(saved)
+            print(torch.mydev.initial_seed(), torch.mydev.get_rng_state().tolist() == saved.tolist())
+            """
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["7", "True"])
 
 
 class TestFork(TestCase):

@@ -52,19 +52,34 @@ class KernelWatch {
 
   // Waits for the kernel; what it raised, if anything. A kernel the runtime
   // fails without running it (an injected fault) never finishes its watch:
-  // when its stream has run out of work, the stream's failure is raised
-  // instead (an earlier kernel's, if that came first).
+  // once its stream has run out of work, the stream's failure is raised
+  // instead (an earlier kernel's, if that came first). A failure reported
+  // while the kernel may still run is raised only after it ran, as the
+  // kernel finishes this watch, which lives on the caller's stack.
   std::exception_ptr wait() {
+    std::exception_ptr stream_failure;
     std::unique_lock<std::mutex> lock(mutex_);
     while (!finished_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_; })) {
       lock.unlock();
       const mydevError_t status = mydevStreamQuery(stream_);
       lock.lock();
-      if (status != mydevErrorNotReady) {
-        MYDEV_CHECK(status);
-        TORCH_CHECK(done_, "mydev: a kernel did not run: its stream's failure was reported to another caller");
+      if (status == mydevErrorNotReady || done_) {
+        continue;
       }
+      if (status != mydevSuccess) {
+        try {
+          MYDEV_CHECK(status);
+        } catch (const c10::Error&) {
+          stream_failure = std::current_exception();
+        }
+        continue;  // the stream may still run this kernel
+      }
+      break;  // the stream ran dry without running this kernel
     }
+    if (stream_failure) {
+      std::rethrow_exception(stream_failure);
+    }
+    TORCH_CHECK(done_, "mydev: a kernel did not run: its stream's failure was reported to another caller");
     return error_;
   }
 

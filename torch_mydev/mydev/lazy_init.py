@@ -1,26 +1,26 @@
 """Lazy initialisation of the mydev runtime, as for torch.cuda.
 
 Nothing touches the runtime at import. The first use of the device (creating a
-tensor, asking for a stream) runs ``_lazy_init``. Calls that set state before
-that (seeds, RNG states) are queued and replayed; of the seeds, only the
-latest ``manual_seed`` and ``manual_seed_all`` are kept, as torch.cuda keeps
-them (mydev loads with ``import torch``, so every ``torch.manual_seed`` of a
-program that never uses the device reaches it). A child created by ``fork()`` after the
+tensor, asking for a stream) runs ``_lazy_init``. Calls that set RNG state
+before that are queued and replayed in call order. mydev loads with ``import
+torch``, so every ``torch.manual_seed`` of a program that never uses the
+device reaches it: a seed of every device drops what was queued before it (it
+overrides all of it), a seed of the current device the seeds of it before
+it, which keeps the queue short. (torch.cuda keeps only the latest seeds too,
+but replays them after every other queued call: a ``set_rng_state`` after a
+seed then loses to the seed.) A child created by ``fork()`` after the
 parent initialised mydev cannot use it: the runtime's worker threads did not
 survive the fork.
 """
 import threading
 import traceback
 
-from torch._utils import _LazySeedTracker
-
 from torch_mydev import _C
 
 _initialized = False
 _tls = threading.local()
 _initialization_lock = threading.Lock()
-_queued_calls = []
-_lazy_seed_tracker = _LazySeedTracker()
+_queued_calls = []  # (call, the stack that made it, what it sets: "every device", "current device" or "state")
 
 
 def is_initialized():
@@ -33,16 +33,19 @@ def _is_in_bad_fork():
 
 
 def _lazy_call(callable_, seed=False, seed_all=False):
+    """Runs an RNG-state call now, or queues it until the device is first used; ``seed_all``: it seeds every device
+    (overriding all state queued before it), ``seed``: the current device (overriding its earlier seeds)."""
     with _initialization_lock:
         if is_initialized():
             callable_()
-        # Kept with a traceback so that a failure during replay names its origin.
-        elif seed_all:
-            _lazy_seed_tracker.queue_seed_all(callable_, traceback.format_stack())
+            return
+        if seed_all:
+            _queued_calls.clear()
         elif seed:
-            _lazy_seed_tracker.queue_seed(callable_, traceback.format_stack())
-        else:
-            _queued_calls.append((callable_, traceback.format_stack()))
+            _queued_calls[:] = [queued for queued in _queued_calls if queued[2] != "current device"]
+        # Kept with a traceback so that a failure during replay names its origin.
+        what = "every device" if seed_all else "current device" if seed else "state"
+        _queued_calls.append((callable_, traceback.format_stack(), what))
 
 
 def _lazy_init():
@@ -58,10 +61,9 @@ def _lazy_init():
                 "you must use the 'spawn' start method"
             )
         _C._init()
-        _queued_calls.extend(calls for calls in _lazy_seed_tracker.get_calls() if calls)
         _tls.is_initializing = True
         try:
-            for queued_call, origin in _queued_calls:
+            for queued_call, origin, _ in _queued_calls:
                 try:
                     queued_call()
                 except Exception as error:

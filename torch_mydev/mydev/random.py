@@ -68,7 +68,7 @@ def manual_seed_all(seed):
 
 def seed():
     """Seeds the current device's generator with a non-deterministic random number."""
-    _lazy_call(lambda: _default_generator(_C._current_device()).seed())
+    _lazy_call(lambda: _default_generator(_C._current_device()).seed(), seed=True)
 
 
 def seed_all():
@@ -79,7 +79,7 @@ def seed_all():
         for index in range(1, device_count()):
             _default_generator(index).manual_seed(random_seed)
 
-    _lazy_call(reseed)
+    _lazy_call(reseed, seed_all=True)
 
 
 def initial_seed():
