@@ -2,6 +2,7 @@
 
 #include "../core/Exception.h"
 
+#include <ATen/EmptyTensor.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorImpl.h>
 
@@ -13,14 +14,8 @@ namespace {
 // as FSDP frees parameters): its kernel would read past the storage's end, a
 // fault that ends the process. Refused at the launch instead.
 void checkWithinStorage(const at::Tensor& tensor, const c10::Storage& storage) {
-  if (tensor.numel() == 0) {
-    return;
-  }
-  int64_t last = tensor.storage_offset();
-  for (int64_t dim = 0; dim < tensor.dim(); ++dim) {
-    last += (tensor.size(dim) - 1) * tensor.stride(dim);
-  }
-  const size_t needed = static_cast<size_t>(last + 1) * tensor.itemsize();
+  const size_t needed =
+      at::detail::computeStorageNbytes(tensor.sizes(), tensor.strides(), tensor.itemsize(), tensor.storage_offset());
   TORCH_CHECK(needed <= storage.nbytes(), "mydev: a tensor of sizes ", tensor.sizes(), ", strides ",
               tensor.strides(), " and storage offset ", tensor.storage_offset(), " needs ", needed,
               " bytes of its storage, which has ", storage.nbytes(), " (resized smaller after the tensor was made)");

@@ -181,7 +181,7 @@ thread_local c10::SmallVector<OfferedSizeAllocation, 8> t_offered_size_allocatio
 
 // This allocation's ordinal among those of its size (0 when no offer has that
 // size), and the offer it takes, if any.
-std::pair<int, void*> countOfferedSize(size_t bytes) {
+std::pair<int, void*> countAndTakeOffer(size_t bytes) {
   int ordinal = 0;
   void* lent = nullptr;
   for (OutputOffer& offer : t_output_offers) {
@@ -226,7 +226,7 @@ class KernelWorkspaceAllocator final : public c10::Allocator {
     if (mydevInKernel() == 0) {
       return g_wrapped->allocate(bytes);
     }
-    auto [ordinal, ptr] = t_output_offers.empty() ? std::pair<int, void*>{0, nullptr} : countOfferedSize(bytes);
+    auto [ordinal, ptr] = t_output_offers.empty() ? std::pair<int, void*>{0, nullptr} : countAndTakeOffer(bytes);
     if (ptr == nullptr) {
       if (bytes < kMinCachedBytes) {
         c10::DataPtr wrapped = g_wrapped->allocate(bytes);
