@@ -173,8 +173,8 @@ def collectives(rank, world_size, init_file):
         finally:
             torch.use_deterministic_algorithms(False)
 
-        # A receive is ordered before the collectives issued after it, as on NCCL's one stream: the all_reduce reads
-        # what arrived, though nobody waited for the receive.
+        # A receive is ordered before a collective issued after it on the same tensor: the all_reduce reads what
+        # arrived, though nobody waited for the receive (on NCCL, whose receive has a stream of its own, a race).
         if rank == 0:
             dist.send(torch.full((16,), 5.0, device=device), 1)
             reduced = torch.ones(16, device=device)
@@ -550,7 +550,8 @@ def dead_peer(rank, world_size, init_file):
 
 
 def abort_during_a_receive(rank, world_size, init_file):
-    """Rank 0 receives from rank 1, which does not send yet, and queues an all_reduce behind it; then aborts. The
+    """Rank 0 receives from rank 1, which does not send yet, and queues an all_reduce of the receive's tensor (which
+    waits for the receive); then aborts. The
     abort must end the receive at once (the group's timeout is 60 s), and both Works fail with the abort. Rank 1 then
     sends after all, into the aborted receive's buffer, which rank 0 must survive. Rank 0 writes the abort's seconds,
     the two messages and what became of the late send to <init_file>.rank0. (torch 2.13's gloo drops a message for a
@@ -566,8 +567,8 @@ def abort_during_a_receive(rank, world_size, init_file):
     backend = dist.group.WORLD._get_backend(device)  # gloo's connections stay open while this lives
     received = torch.zeros(4, device=device)
     receive = dist.irecv(received, src=1)
-    queued = dist.all_reduce(torch.ones(4, device=device), async_op=True)
-    time.sleep(2)  # the receive is inside gloo by now (its comm stream started first), waiting for its peer
+    queued = dist.all_reduce(received, async_op=True)
+    time.sleep(2)  # the receive is inside gloo by now (its stream started first), waiting for its peer
     start = time.monotonic()
     dist.distributed_c10d._abort_process_group()
     lines = [f"{time.monotonic() - start:.2f}"]
@@ -583,6 +584,67 @@ def abort_during_a_receive(rank, world_size, init_file):
     lines.append(f"late send delivered, process alive, backend {backend.name()}")
     with open(f"{init_file}.rank{rank}", "w") as file:
         file.write("\n".join(lines))
+
+
+def point_to_point_beside_collectives(rank, world_size, init_file):
+    """On 3 ranks, programs that finish on NCCL (whose unbatched sends and receives run on a stream per pair of ranks)
+    and on gloo: a receive does not hold up the collectives issued after it, nor a receive from another peer; and
+    operations that share memory stay in the order they were called even where nobody waited."""
+    device = init(rank, world_size, init_file, timeout_s=30)
+    try:
+        # Rank 1 receives before an all_reduce that rank 0 makes before it sends.
+        arrived = torch.zeros(4, device=device)
+        joined = torch.full((2,), float(rank), device=device)
+        if rank == 0:
+            dist.all_reduce(joined)
+            dist.send(torch.full((4,), 5.0, device=device), 1)
+        elif rank == 1:
+            receive = dist.irecv(arrived, 0)
+            dist.all_reduce(joined)
+            receive.wait()
+            assert_close(arrived.cpu(), torch.full((4,), 5.0))
+        else:
+            dist.all_reduce(joined)
+        assert_close(joined.cpu(), torch.full((2,), 3.0))
+
+        # Rank 2 receives from rank 0 first, but rank 0 sends only after rank 1's message reached it, which rank 1
+        # sends after its message to rank 2.
+        if rank == 2:
+            from_0, from_1 = torch.zeros(3, device=device), torch.zeros(3, device=device)
+            receives = [dist.irecv(from_0, 0), dist.irecv(from_1, 1)]
+            for receive in receives:
+                receive.wait()
+            assert_close(from_0.cpu(), torch.full((3,), 10.0))
+            assert_close(from_1.cpu(), torch.full((3,), 11.0))
+        elif rank == 1:
+            dist.send(torch.full((3,), 11.0, device=device), 2)
+            dist.send(torch.full((2,), 12.0, device=device), 0)
+        else:
+            relayed = torch.zeros(2, device=device)
+            dist.recv(relayed, 1)
+            assert_close(relayed.cpu(), torch.full((2,), 12.0))
+            dist.send(torch.full((3,), 10.0, device=device), 2)
+
+        # Nobody waits for the send before the all_reduce overwrites its tensor, nor for the receive before the
+        # tensor it fills is sent on: each waits for the earlier operation on its memory.
+        tensor = torch.full((6,), float(rank + 1), device=device)
+        if rank == 0:
+            dist.isend(tensor, 1)
+            dist.all_reduce(tensor)
+        elif rank == 1:
+            relayed = torch.zeros(6, device=device)
+            dist.irecv(relayed, 0)
+            dist.isend(relayed, 2)
+            dist.all_reduce(tensor)
+        else:
+            relayed = torch.zeros(6, device=device)
+            dist.recv(relayed, 1)
+            assert_close(relayed.cpu(), torch.full((6,), 1.0))
+            dist.all_reduce(tensor)
+        assert_close(tensor.cpu(), torch.full((6,), 6.0))
+        dist.barrier(device_ids=[device.index])
+    finally:
+        dist.destroy_process_group()
 
 
 def wait_for_file(path, seconds=120):

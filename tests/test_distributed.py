@@ -130,6 +130,9 @@ class TestFailures(TestCase):
         self.assertRegex(queued, "^DistBackendError: mccl: .*shut down or aborted")
         self.assertEqual(late, "late send delivered, process alive, backend mccl")
 
+    def test_sends_and_receives_hold_up_neither_collectives_nor_other_peers(self):
+        run_ranks(distributed_workers.point_to_point_beside_collectives, 3)
+
     def test_inputs_gloo_refuses_late_are_refused_at_the_call_and_the_group_goes_on(self):
         run_ranks(distributed_workers.refused_at_the_call, 2)
 

@@ -125,9 +125,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::collective(
                                                      : deviceOfCollective(all, title);
   checkWritable(outputs, title);
   checkGlooDtypes(all, type);
-  const bool is_send = type == OpType::SEND;
   const MydevStream caller = getCurrentMydevStream(device.index());
-  const MydevStream stream = streamFor(device.index(), is_send);
+  const MydevStream stream = streamFor(device.index(), type, form.peer);
   auto work = c10::make_intrusive<CollectiveWork>(rank_, type, title, inputs, outputs, device, stream);
   // The Works of finished operations are settled and released after the
   // lock, on this thread (releasing a tensor may need the GIL).
@@ -158,7 +157,7 @@ void ProcessGroupMydev::launchInOrder(
     const std::vector<at::Tensor>& outputs, GlooCall call, CallForm form,
     std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
   const bool outputs_are_inputs = form.outputs_are_inputs;
-  const bool is_send = type == OpType::SEND;
+  const bool point_to_point = type == OpType::SEND || type == OpType::RECV;
   std::lock_guard<std::mutex> launch_lock(launch_mutex_);
   if (closed_) {
     (void)call_record.take();  // not refused: every later call fails alike
@@ -176,7 +175,7 @@ void ProcessGroupMydev::launchInOrder(
   // The inputs' producers, on the caller's stream, come first.
   inputs_ready_.record(caller);
   inputs_ready_.block(stream);
-  orderAfterEarlierOperations(type, stream);
+  orderAfterEarlierOperations(*work, point_to_point);
   // Every tensor's memory is marked as used on the stream. The Work holds the
   // tensors (in_flight_) until the stream is past the operation, but not their
   // memory: a storage resized to nothing (as FSDP frees one) or a tensor set_
@@ -214,32 +213,33 @@ void ProcessGroupMydev::launchInOrder(
     throw;
   }
   last_device_ = stream.unwrap().device_index();
-  (is_send ? last_send_ : last_of_comm_stream_) = work;
-  if (type != OpType::SEND && type != OpType::RECV) {
+  if (!point_to_point) {
     ++sequence_number_;
     last_collective_ = work;
   }
 }
 
-// NCCL runs everything of a group on one stream; mccl runs sends on a
-// stream of their own, since a receive blocks the comm stream until its
-// peer sends, which it may do only after receiving (a ring exchange).
-// So: a collective waits for the sends before it, a send for the
-// collectives before it (never for a receive), and, across devices, each comm
-// stream for the other's last operation, so that gloo sees collectives in
-// the order they were issued.
-void ProcessGroupMydev::orderAfterEarlierOperations(OpType type, const MydevStream& stream) {
-  if (type == OpType::SEND) {
-    if (last_collective_) {
-      last_collective_->orderBefore(stream);
+// Collectives run in the order they were issued on their device's comm
+// stream, and, across devices, each comm stream waits for the other's last
+// collective, so that gloo sees them in issue order. Sends and receives run,
+// as NCCL's unbatched ones, on streams of their own per peer, so that a
+// receive waiting for its peer holds up neither the collectives issued after
+// it (which the peer may make before it sends) nor the operations with other
+// peers. Unlike NCCL's, a peer's sends and receives have a stream each, so
+// that a ring exchange issued in either order cannot deadlock. Where an
+// operation in flight on another stream writes memory the new one touches,
+// or reads memory it writes, the new one waits for it: NCCL would race there
+// (a collective on a tensor an irecv nobody waited for is filling), mccl
+// gives the numbers of the order the calls were made in.
+void ProcessGroupMydev::orderAfterEarlierOperations(const CollectiveWork& work, bool point_to_point) {
+  const MydevStream& stream = work.stream();
+  if (!point_to_point && last_collective_ && !(last_collective_->stream() == stream)) {
+    last_collective_->orderBefore(stream);
+  }
+  for (const c10::intrusive_ptr<CollectiveWork>& earlier : in_flight_) {
+    if (!(earlier->stream() == stream) && earlier->mustPrecede(work)) {
+      earlier->orderBefore(stream);
     }
-    return;
-  }
-  if (type != OpType::RECV && last_send_) {
-    last_send_->orderBefore(stream);
-  }
-  if (last_of_comm_stream_ && !(last_of_comm_stream_->stream() == stream)) {
-    last_of_comm_stream_->orderBefore(stream);
   }
 }
 
@@ -483,15 +483,22 @@ std::exception_ptr ProcessGroupMydev::brokenError() {
 // Dedicated streams, not the pool's, so that destroy_process_group ends
 // their workers (stopThreads). An operation issued once they are gone ends
 // at its launch; the default stream holds its end event.
-MydevStream ProcessGroupMydev::streamFor(c10::DeviceIndex device, bool for_sends) {
+MydevStream ProcessGroupMydev::streamFor(c10::DeviceIndex device, OpType type, int peer) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (streams_retired_) {
     return getDefaultMydevStream(device);
   }
-  auto& streams = for_sends ? send_streams_ : comm_streams_;
-  auto found = streams.find(device);
-  if (found == streams.end()) {
-    found = streams.emplace(device, createDedicatedStream(/*priority=*/-1, device)).first;
+  if (type == OpType::SEND || type == OpType::RECV) {
+    auto key = std::make_tuple(device, peer, type == OpType::SEND);
+    auto found = peer_streams_.find(key);
+    if (found == peer_streams_.end()) {
+      found = peer_streams_.emplace(key, createDedicatedStream(/*priority=*/-1, device)).first;
+    }
+    return found->second;
+  }
+  auto found = comm_streams_.find(device);
+  if (found == comm_streams_.end()) {
+    found = comm_streams_.emplace(device, createDedicatedStream(/*priority=*/-1, device)).first;
   }
   return found->second;
 }
@@ -530,12 +537,14 @@ void ProcessGroupMydev::stopThreads() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     streams_retired_ = true;
-    for (auto* kind : {&comm_streams_, &send_streams_}) {
-      for (const auto& entry : *kind) {
-        streams.push_back(entry.second);
-      }
-      kind->clear();
+    for (const auto& entry : comm_streams_) {
+      streams.push_back(entry.second);
     }
+    for (const auto& entry : peer_streams_) {
+      streams.push_back(entry.second);
+    }
+    comm_streams_.clear();
+    peer_streams_.clear();
   }
   // Not checked: the kernels catch their own errors, and a destructor
   // calls this, which must not throw.
@@ -546,9 +555,7 @@ void ProcessGroupMydev::stopThreads() {
   {
     std::lock_guard<std::mutex> lock(launch_mutex_);
     finished = takeFinishedWorks();
-    last_send_.reset();
     last_collective_.reset();
-    last_of_comm_stream_.reset();
   }
   settle(finished);
   finished.clear();

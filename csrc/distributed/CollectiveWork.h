@@ -173,6 +173,13 @@ class CollectiveWork final : public c10d::Work {
   // Work queued on `stream` from now on waits for this operation.
   void orderBefore(const MydevStream& stream) const { end_.block(stream); }
 
+  // Whether `later` must wait for this operation: it touches memory this one
+  // writes, or writes memory this one reads (tensors compared by storage).
+  bool mustPrecede(const CollectiveWork& later) const {
+    return sharesStorage(outputs_, later.inputs_) || sharesStorage(outputs_, later.outputs_) ||
+           sharesStorage(inputs_, later.outputs_);
+  }
+
   // Non-blocking: whether the operation's kernel is done (or was dropped):
   // the backend may let go of the Work, once it has settled it.
   bool passed() const { return end_.query(); }
@@ -238,6 +245,21 @@ class CollectiveWork final : public c10d::Work {
   bool ended() const {
     std::lock_guard<std::mutex> lock(state_mutex_);
     return ended_;
+  }
+
+  static bool sharesStorage(const std::vector<at::Tensor>& some, const std::vector<at::Tensor>& others) {
+    for (const at::Tensor& one : some) {
+      const void* memory = one.has_storage() ? one.storage().data_ptr().get() : nullptr;
+      if (memory == nullptr) {
+        continue;
+      }
+      for (const at::Tensor& other : others) {
+        if (other.has_storage() && other.storage().data_ptr().get() == memory) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   std::exception_ptr error() const {

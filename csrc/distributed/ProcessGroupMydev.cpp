@@ -483,15 +483,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::alltoall(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
   // Not checked: a send pairs with one receive, not with the other ranks' calls.
-  return collective(OpType::SEND, "mccl:send", {}, tensors, {}, [this, dst_rank, tag](auto& host_in, auto&) {
-    return gloo_->send(host_in, dst_rank, tag);
-  });
+  CallForm form;
+  form.peer = dst_rank;
+  return collective(
+      OpType::SEND, "mccl:send", {}, tensors, {},
+      [this, dst_rank, tag](auto& host_in, auto&) { return gloo_->send(host_in, dst_rank, tag); }, form);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
-  return collective(OpType::RECV, "mccl:recv", {}, {}, tensors, [this, src_rank, tag](auto&, auto& host_out) {
-    return gloo_->recv(host_out, src_rank, tag);
-  });
+  CallForm form;
+  form.peer = src_rank;
+  return collective(
+      OpType::RECV, "mccl:recv", {}, {}, tensors,
+      [this, src_rank, tag](auto&, auto& host_out) { return gloo_->recv(host_out, src_rank, tag); }, form);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::barrier(const c10d::BarrierOptions& opts) {

@@ -6,8 +6,10 @@
 // it is given, and this backend drives it through the c10d::Backend interface.
 //
 //   caller's thread: the operation's stream (per device, a high-priority
-//     dedicated stream for collectives and receives, another for sends) waits for
-//     an event on the current stream (the inputs' producers); every tensor's
+//     dedicated stream for collectives; for a send or a receive, one per peer
+//     and direction) waits for an event on the current stream (the inputs'
+//     producers) and for any operation in flight on another of mccl's streams
+//     that shares memory with it; every tensor's
 //     memory is marked as used on that stream (the caching allocator then
 //     keeps it until the stream is done with it); the operation is launched
 //     as a kernel there, gloo reading and writing device memory in place
@@ -51,6 +53,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace torch_mydev {
@@ -66,6 +69,7 @@ struct CallForm {
   // with no future to end a host task: a kernel waits for it.
   bool ends_in_wait = false;
   c10::DeviceIndex barrier_device = -1;  // a barrier has no tensor to tell its device
+  int peer = -1;                          // a send's or a receive's other rank
 };
 
 // Both classes are bound with pybind11, whose types are hidden: so are they.
@@ -214,7 +218,7 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
                      const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs, GlooCall call,
                      CallForm form,
                      std::vector<c10::intrusive_ptr<CollectiveWork>>& finished);
-  void orderAfterEarlierOperations(c10d::OpType type, const MydevStream& stream);
+  void orderAfterEarlierOperations(const CollectiveWork& work, bool point_to_point);
   void launchOnStream(const c10::intrusive_ptr<CollectiveWork>& work, const char* title, std::string record,
                       const MydevStream& stream, const std::vector<at::Tensor>& inputs,
                       const std::vector<at::Tensor>& outputs, GlooCall call, bool outputs_are_inputs);
@@ -229,7 +233,7 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
   std::vector<c10::intrusive_ptr<CollectiveWork>> takeFinishedWorks();
   void breakGroup(std::exception_ptr error, const c10::intrusive_ptr<CollectiveWork>& work);
   std::exception_ptr brokenError();
-  MydevStream streamFor(c10::DeviceIndex device, bool for_sends);
+  MydevStream streamFor(c10::DeviceIndex device, c10d::OpType type, int peer);
   bool postToCommThread(std::function<void()> task);
   static std::exception_ptr shutDownError();
   void stopThreads();
@@ -245,12 +249,11 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
   bool closed_ = false;
   MydevEvent inputs_ready_;  // recorded again for each operation
   std::vector<c10::intrusive_ptr<CollectiveWork>> in_flight_;
-  c10::intrusive_ptr<CollectiveWork> last_send_;
   c10::intrusive_ptr<CollectiveWork> last_collective_;
-  c10::intrusive_ptr<CollectiveWork> last_of_comm_stream_;  // a collective or a receive
   std::mutex mutex_;
-  std::map<c10::DeviceIndex, MydevStream> comm_streams_;  // collectives and receives
-  std::map<c10::DeviceIndex, MydevStream> send_streams_;
+  std::map<c10::DeviceIndex, MydevStream> comm_streams_;  // collectives
+  // Sends and receives: (device, peer, whether it sends).
+  std::map<std::tuple<c10::DeviceIndex, int, bool>, MydevStream> peer_streams_;
   std::unique_ptr<CommThread> comm_thread_;
   bool comm_thread_retired_ = false;
   bool streams_retired_ = false;  // by stopThreads, which destroyed them
