@@ -52,7 +52,7 @@ setup(
     packages=find_packages(include=["torch_mydev", "torch_mydev.*"])
     + ["torch_mydev.inductor", "torch_mydev.inductor.triton_backend"],
     package_dir={"torch_mydev.inductor": "inductor_backend"},
-    python_requires=">=3.10",
+    python_requires=">=3.11",
     install_requires=["torch==2.13.0", "numpy"],
     ext_modules=[] if skip_extension else [
         CppExtension(

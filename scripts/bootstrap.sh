@@ -15,23 +15,35 @@ PIP_QUIET=(--quiet --disable-pip-version-check)
 PIP=("${PIP_QUIET[@]}" -c "$CONSTRAINTS")
 
 # Prerequisites, checked before anything is installed or built, each with what to install when missing.
+# Python 3.11: the pinned numpy, networkx and triton need it (networkx excludes 3.14.1).
+PYTHON_OK='import sys; sys.exit(sys.version_info < (3, 11) or sys.version_info[:3] == (3, 14, 1))'
 missing=()
-command -v python3 >/dev/null 2>&1 || missing+=("python3, 3.10 or newer (Debian/Ubuntu: apt-get install python3)")
+command -v python3 >/dev/null 2>&1 || missing+=("python3, 3.11 or newer (Debian/Ubuntu: apt-get install python3)")
 if command -v python3 >/dev/null 2>&1; then
-  python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || missing+=("python3 3.10 or newer (found $(python3 --version 2>&1 || true))")
+  python3 -c "$PYTHON_OK" || missing+=("python3 3.11 or newer, not 3.14.1 (found $(python3 --version 2>&1 || true))")
   python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=("the venv module (Debian/Ubuntu: apt-get install python3-venv)")
   python3 -c 'import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null \
     || missing+=("Python's headers, Python.h (Debian/Ubuntu: apt-get install python3-dev)")
 fi
-# The compiler PyTorch's extension builder will use: $CXX where set, else c++.
-CXX_COMMAND="${CXX:-c++}"
+# The C++ compilers in use: $CXX where set (PyTorch's extension build, torch.compile and the runtime's own tests all
+# take it); else g++ (torch.compile, the runtime's tests) and the compiler Python was built with (the extension).
+compilers=()
+if [ -n "${CXX:-}" ]; then
+  compilers+=("$CXX")
+else
+  compilers+=(g++)
+  python_cxx="$(python3 -c 'import sysconfig; print((sysconfig.get_config_var("CXX") or "").split()[0])' 2>/dev/null || true)"
+  if [ -n "$python_cxx" ] && [ "$python_cxx" != g++ ]; then compilers+=("$python_cxx"); fi
+fi
 CXX_CHECK="$(mktemp -d)"
 printf '#include <concepts>\nint main() { return 0; }\n' > "$CXX_CHECK/check.cpp"
-if ! command -v "$CXX_COMMAND" >/dev/null 2>&1; then
-  missing+=("a C++ compiler, $CXX_COMMAND (Debian/Ubuntu: apt-get install g++)")
-elif ! "$CXX_COMMAND" -std=c++20 -o "$CXX_CHECK/check" "$CXX_CHECK/check.cpp" >/dev/null 2>&1; then
-  missing+=("a C++ compiler with C++20 support, as PyTorch's extension build and torch.compile use (g++ 10 or newer; found $CXX_COMMAND: $("$CXX_COMMAND" --version 2>&1 | head -n 1 || true))")
-fi
+for compiler in "${compilers[@]}"; do
+  if ! command -v "$compiler" >/dev/null 2>&1; then
+    missing+=("a C++ compiler, $compiler (Debian/Ubuntu: apt-get install g++)")
+  elif ! "$compiler" -std=c++20 -o "$CXX_CHECK/check" "$CXX_CHECK/check.cpp" >/dev/null 2>&1; then
+    missing+=("a C++ compiler with C++20 support, as PyTorch's extension build and torch.compile use (g++ 10 or newer; found $compiler: $("$compiler" --version 2>&1 | head -n 1 || true))")
+  fi
+done
 rm -rf "$CXX_CHECK"
 if [ ${#missing[@]} -gt 0 ]; then
   echo "[bootstrap] missing prerequisites:" >&2
@@ -39,9 +51,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   exit 1
 fi
 
-if [ ! -x "$PY" ]; then
-  echo "[bootstrap] creating $VENV"
-  python3 -m venv "$VENV"
+# One set-up at a time per checkout: two would install into one .venv and build into one build/ together.
+mkdir -p "$ROOT/build"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$ROOT/build/.bootstrap.lock"
+  flock -n 9 || { echo "[bootstrap] waiting for another set-up of this checkout to finish"; flock 9; }
+fi
+
+# A .venv left half made (an interrupted run: no pip) or made by an older Python is made again.
+if ! { [ -x "$PY" ] && "$PY" -c "$PYTHON_OK" 2>/dev/null && "$PY" -m pip --version >/dev/null 2>&1; }; then
+  if [ -e "$VENV" ]; then
+    echo "[bootstrap] making $VENV again: its Python is missing or older than 3.11, or it has no pip"
+  else
+    echo "[bootstrap] creating $VENV"
+  fi
+  python3 -m venv --clear "$VENV"
 fi
 
 # Every version comes from scripts/constraints.txt. torch is pinned above all: an
@@ -56,6 +80,9 @@ constraints_digest="$(sha256sum "$CONSTRAINTS" | cut -d' ' -f1)"
 if [ "$(cat "$DEPENDENCIES_STAMP" 2>/dev/null)" != "$constraints_digest" ] \
    || ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$PY" -c "import torch, numpy, pybind11, pytest, expecttest, setuptools; assert torch.__version__.startswith('2.13.0')" 2>/dev/null; then
   echo "[bootstrap] installing torch==2.13.0 and the other dependencies"
+  # The venv's pip is whatever the system's ensurepip had (Debian 12: 23.0.1, whose editable install would build
+  # in an isolated environment without torch): the pinned one first.
+  "$PY" -m pip install "${PIP[@]}" pip
   without_triton="$(mktemp)"
   grep -v '^triton==' "$CONSTRAINTS" > "$without_triton"
   "$PY" -m pip install "${PIP_QUIET[@]}" -c "$without_triton" torch numpy pybind11 setuptools pytest expecttest
@@ -64,13 +91,20 @@ if [ "$(cat "$DEPENDENCIES_STAMP" 2>/dev/null)" != "$constraints_digest" ] \
     "$PY" -m pip install "${PIP[@]}" triton || echo "[bootstrap] triton could not be installed; its tests will be skipped" >&2
   fi
   echo "$constraints_digest" > "$DEPENDENCIES_STAMP"
+  echo "[bootstrap] $(TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$PY" -c "import torch; print(f'torch {torch.__version__}, ' + (f'CUDA build (CUDA {torch.version.cuda})' if torch.version.cuda else 'CPU build'))")"
 fi
 
 # Triton is optional: it runs torch.compile's Triton code generation for mydev
-# (its tests skip with the reason where it is missing).
-if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('triton') is None)" 2>/dev/null; then
+# (its tests skip with the reason where it is missing). An install that failed
+# is not tried again until the constraints change.
+TRITON_STAMP="$VENV/.torch_mydev-triton-unavailable.sha256"
+if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('triton') is None)" 2>/dev/null \
+   && [ "$(cat "$TRITON_STAMP" 2>/dev/null)" != "$constraints_digest" ]; then
   echo "[bootstrap] installing triton (optional)"
-  "$PY" -m pip install "${PIP[@]}" triton || echo "[bootstrap] triton could not be installed; its tests will be skipped" >&2
+  "$PY" -m pip install "${PIP[@]}" triton || {
+    echo "[bootstrap] triton could not be installed; its tests will be skipped (tried again when scripts/constraints.txt changes)" >&2
+    echo "$constraints_digest" > "$TRITON_STAMP"
+  }
 fi
 
 if ! command -v ninja >/dev/null 2>&1 && [ ! -x "$VENV/bin/ninja" ]; then
@@ -79,10 +113,11 @@ if ! command -v ninja >/dev/null 2>&1 && [ ! -x "$VENV/bin/ninja" ]; then
 fi
 export PATH="$VENV/bin:$PATH"
 
-# The editable install records setup.py's package mapping and entry points; it is
-# redone whenever setup.py changed since it was made.
+# The editable install records setup.py's package mapping and entry points, with
+# the checkout's absolute path; it is redone whenever setup.py changed or the
+# checkout moved since it was made.
 SETUP_STAMP="$VENV/.torch_mydev-setup.sha256"
-setup_digest="$(sha256sum "$ROOT/setup.py" | cut -d' ' -f1)"
+setup_digest="$({ cat "$ROOT/setup.py"; echo "$ROOT"; } | sha256sum | cut -d' ' -f1)"
 if ! "$PY" -m pip show torch_mydev >/dev/null 2>&1 || [ "$(cat "$SETUP_STAMP" 2>/dev/null)" != "$setup_digest" ]; then
   echo "[bootstrap] registering torch_mydev (editable install)"
   MYDEV_SKIP_EXTENSION=1 "$PY" -m pip install "${PIP[@]}" --no-build-isolation --no-deps -e "$ROOT"
@@ -91,14 +126,21 @@ fi
 
 echo "[bootstrap] building the C++ extension (incremental)"
 start=$(date +%s)
-mkdir -p "$ROOT/build"
-# Running Python processes map the extension: copying the new build over the
-# same file would change their code under them, so the old file is unlinked
-# first and the copy gets a new inode.
-rm -f "$ROOT"/torch_mydev/_C.*.so
-(cd "$ROOT" && MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" setup.py --quiet build_ext --inplace > "$ROOT/build/build_ext.log" 2>&1) || {
+(cd "$ROOT" && MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" setup.py --quiet build_ext --build-lib "$ROOT/build/lib" \
+   > "$ROOT/build/build_ext.log" 2>&1) || {
   cat "$ROOT/build/build_ext.log"
   echo "[bootstrap] build failed" >&2
   exit 1
 }
+# PyTorch's build links the extension again on every run; the package's copy is
+# replaced only when the library changed, so that a run with nothing to build
+# leaves it (and torch.compile's caches, keyed on it) alone. Running Python
+# processes map it: the old file is unlinked, not overwritten, and the copy
+# gets a new inode.
+built="$(ls "$ROOT"/build/lib/torch_mydev/_C.*.so)"
+installed="$ROOT/torch_mydev/$(basename "$built")"
+if ! cmp -s "$built" "$installed"; then
+  rm -f "$ROOT"/torch_mydev/_C.*.so
+  cp "$built" "$installed"
+fi
 echo "[bootstrap] build done in $(( $(date +%s) - start ))s"

@@ -26,5 +26,5 @@ mkdir -p "$build_dir"
 # Tests run in the order they are registered, which is the order of these
 # files (devices_initialise_lazily must come before anything uses a device).
 tests=(devices_and_memory_test streams_test faults_test main)
-g++ "${flags[@]}" csrc/runtime/*.cpp $(printf "csrc/runtime/tests/%s.cpp " "${tests[@]}") -o "$build_dir/$binary"
+"${CXX:-g++}" "${flags[@]}" csrc/runtime/*.cpp $(printf "csrc/runtime/tests/%s.cpp " "${tests[@]}") -o "$build_dir/$binary"
 "$build_dir/$binary"
