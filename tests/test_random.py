@@ -269,6 +269,22 @@ class TestMydevRandom(TestCase):
                                                                     replacement=True)),
         ("multinomial zero row", lambda d: torch.multinomial(torch.zeros(2, 3, device=d), 2, replacement=True)),
         ("randperm overflow", lambda d: torch.randperm(300, device=d, dtype=torch.uint8)),
+        ("randperm of bool", lambda d: torch.randperm(4, device=d, dtype=torch.bool)),
+        ("randperm of complex64", lambda d: torch.randperm(4, device=d, dtype=torch.complex64)),
+        ("randperm of uint32", lambda d: torch.randperm(4, device=d, dtype=torch.uint32)),
+        ("uniform_ into expanded", lambda d: torch.empty(3, device=d).expand(2, 3).uniform_()),
+        ("normal_ into expanded", lambda d: torch.empty(3, device=d).expand(2, 3).normal_()),
+        ("bernoulli_ into expanded", lambda d: torch.empty(3, device=d).expand(2, 3).bernoulli_(0.5)),
+        ("bernoulli_ p into expanded", lambda d: torch.empty(3, device=d).expand(2, 3).bernoulli_(
+            torch.full((3,), 0.5, device=d))),
+        ("bernoulli_ p overlapping", lambda d: (lambda b: b[:4].bernoulli_(b[2:6]))(torch.zeros(6, device=d))),
+        ("random_ into expanded", lambda d: torch.empty(3, device=d).expand(2, 3).random_(5)),
+        ("exponential_ into expanded", lambda d: torch.empty(3, device=d).expand(2, 3).exponential_()),
+        ("geometric_ into expanded", lambda d: torch.empty(3, device=d).expand(2, 3).geometric_(0.5)),
+        ("normal out overlapping mean", lambda d: (lambda y: torch.normal(y[:4], 1.0, out=y[2:6]))(
+            torch.zeros(8, device=d))),
+        ("normal out expanded", lambda d: torch.normal(torch.zeros(3, device=d), 1.0,
+                                                       out=torch.empty(3, device=d).expand(2, 3))),
     ], name_fn=lambda case: case[0].replace(" ", "_").replace(">", "gt").replace("=", "e"))
     def test_bad_arguments_raise_at_the_call_like_the_cpu(self, device, case):
         _, call = case
@@ -279,6 +295,44 @@ class TestMydevRandom(TestCase):
             call(device)
         self.assertEqual(str(on_device.exception), str(on_cpu.exception))
         torch.mydev.synchronize()  # nothing was queued: no error is pending
+
+    def test_fallback_launches_draw_from_distinct_cpu_generator_states(self, device):
+        # Offsets (in launches) whose first two Philox words, the CPU generator's 64-bit seed before, agreed in the
+        # 32 bits mt19937 keeps: the two launches drew the same numbers.
+        rates = torch.full((1000,), 5.0, device=device)
+        generator = torch.mydev.default_generators[0]
+
+        def poisson_at(launch):
+            torch.mydev.manual_seed(0)
+            generator.set_offset(4 * launch)
+            return torch.poisson(rates).cpu()
+
+        first, second = poisson_at(40969), poisson_at(212445)
+        self.assertFalse(torch.equal(first, second))
+        self.assertEqual(poisson_at(40969), first)
+
+    def test_a_fallback_call_refused_at_the_launch_reserves_nothing(self, device):
+        # The first call of these dtypes runs the CPU kernel to learn that it has none for them (its launch reserves,
+        # as any kernel that ran); the calls after it are refused at the launch and reserve nothing.
+        generator = torch.mydev.default_generators[0]
+        integers = torch.ones(3, device=device, dtype=torch.int64)
+        with self.assertRaises(NotImplementedError):
+            torch.poisson(integers)
+        offset = generator.get_offset()
+        for _ in range(3):
+            with self.assertRaisesRegex(NotImplementedError, "not implemented for 'Long'"):
+                torch.poisson(integers)
+        self.assertEqual(generator.get_offset(), offset)
+
+    def test_multinomial_of_no_distributions_is_empty_as_on_the_cpu(self, device):
+        for replacement in (False, True):
+            result = torch.multinomial(torch.ones(0, 3, device=device), 2, replacement=replacement)
+            self.assertEqual((result.shape, result.dtype), (torch.Size([0, 2]), torch.int64))
+
+    def test_bernoulli_probabilities_on_another_device_are_copied_as_on_cuda(self, device):
+        probabilities = torch.tensor([0.0, 1.0, 1.0, 0.0])
+        for p in (probabilities, probabilities.to("mydev:1")):
+            self.assertEqual(torch.empty(4, device=device).bernoulli_(p).cpu(), probabilities)
 
     def test_data_checks_of_normal_are_reported_at_synchronization(self, device):
         # A valid call first: the first launch of a signature without a probe waits for its kernel, and would raise

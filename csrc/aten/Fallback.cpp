@@ -500,8 +500,6 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
     }
   }
 
-  // Slots are taken after out= arguments were resized, so the kernel sees their final geometry.
-  auto slots = argumentSlots(schema, args, device);
   // Its arguments and its results' dtypes (which a dtype= argument may choose).
   const std::string name = kernelName(op);
   LaunchSignature signature(&schema, name.c_str());
@@ -514,6 +512,9 @@ bool tryAsynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   }
   const auto probe = [&] { return cpuKernelRunsForDtypes(op, args); };
   launchCheckingDtypes(signature, probe, [&](KernelWatch* watch) {
+  // Slots are taken after out= arguments were resized, so the kernel sees their final geometry, and once the dtypes
+  // are known to have a kernel: a call refused at the launch reserves no random numbers.
+  auto slots = argumentSlots(schema, args, device);
   launchKernel(name.c_str(), stream,
                [op, slots = std::move(slots), fresh = std::move(fresh), issued = meta_warnings.messages()] {
                  IssuedWarningsDropped dropped(issued);

@@ -129,12 +129,26 @@ PhiloxLaunch reservePhilox(const std::optional<at::Generator>& generator, c10::D
 
 namespace torch_mydev {
 
+// The CPU generator's mt19937 keeps 32 bits of a seed: seeded from each
+// launch's stream, launches would share one of 2^32 states, and two of them
+// drew the same numbers after some 10^5 launches (the birthday bound). Its
+// whole state (624 words) is filled from the launch's Philox stream instead.
 at::Generator reserveCpuGenerator(const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
   const PhiloxLaunch launch = reservePhilox(generator, device);
   at::Philox4_32 stream(launch.seed, launch.offset / 4, 0);
-  const uint64_t low = stream();
-  const uint64_t high = stream();
-  return at::make_generator<at::CPUGeneratorImpl>((high << 32) | low);
+  at::mt19937_data_pod state;
+  state.seed_ = launch.seed;
+  state.seeded_ = true;
+  for (uint32_t& word : state.state_) {
+    word = stream();
+  }
+  state.left_ = 1;  // the first draw twists the state, as after seeding
+  state.next_ = 0;
+  at::mt19937 engine;
+  engine.set_data(state);
+  at::Generator cpu = at::make_generator<at::CPUGeneratorImpl>(launch.seed);
+  cpu.get<at::CPUGeneratorImpl>()->set_engine(engine);
+  return cpu;
 }
 
 }  // namespace torch_mydev

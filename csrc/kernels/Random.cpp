@@ -21,7 +21,9 @@
 #include "PhiloxGenerator.h"
 
 #include <ATen/CPUFunctions.h>
+#include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/native/DistributionTemplates.h>
 #include <ATen/native/Resize.h>
@@ -62,6 +64,8 @@ Tensor metaOfShape(const Tensor& tensor) { return at::empty(tensor.sizes(), tens
 template <typename Sample>
 Tensor& sampleInPlace(const char* name, Tensor& self, const OptionalGenerator& generator, Sample sample) {
   NativeCall call(name, self);
+  // The probe has its own memory: the CPU's overlap check of the output is made here.
+  at::assert_no_internal_overlap(self);
   Tensor probe = hostProbe(self);
   sample(probe, probeGenerator());
   call.launch([sample](Tensor self, PhiloxLaunch launch) { sample(self, philoxKernelGenerator(launch)); }, self,
@@ -87,11 +91,15 @@ Tensor& bernoulliFloat(Tensor& self, double p, OptionalGenerator generator) {
   });
 }
 
-Tensor& bernoulliTensor(Tensor& self, const Tensor& p, OptionalGenerator generator) {
+Tensor& bernoulliTensor(Tensor& self, const Tensor& p_anywhere, OptionalGenerator generator) {
+  // As CUDA, probabilities on another device are copied to the output's.
+  const Tensor p = p_anywhere.device() == self.device() ? p_anywhere : p_anywhere.to(self.device());
   NativeCall call("aten::bernoulli_.Tensor", self, p);
   // Raises the CPU's message when p does not expand to self's shape.
   const Tensor p_meta = metaOfShape(p);
   at::expand_inplace(metaOfShape(self), p_meta);
+  at::assert_no_internal_overlap(self);
+  at::assert_no_partial_overlap(self, p);
   Tensor probe = hostProbe(self);
   templates::bernoulli_impl_<cpu::BernoulliKernel, Rng>(probe, hostProbe(p), probeGenerator());
   call.launch(
@@ -166,6 +174,8 @@ Tensor normalWithTensors(const char* name, const OptionalGenerator& generator, S
   sample(probe, probeGenerator(), hostProbe(parameters)...);
   if (out.defined()) {
     at::native::resize_output(out, shape());
+    at::assert_no_internal_overlap(out);
+    (at::assert_no_partial_overlap(out, parameters), ...);
   } else {
     out = at::empty(shape(), first.options());
   }
@@ -309,8 +319,11 @@ Tensor& multinomialOut(const Tensor& self, int64_t num_samples, bool replacement
                        Tensor& out) {
   NativeCall call("aten::multinomial.out", self, out);
   checkMultinomial(self, num_samples, replacement, out);
-  checkMultinomialWeights(self, num_samples, replacement);
   at::native::resize_output(out, multinomialShape(self, num_samples));
+  if (out.numel() == 0) {
+    return out;  // no distributions: the CPU returns before drawing, or checking weights
+  }
+  checkMultinomialWeights(self, num_samples, replacement);
   call.launch([num_samples, replacement](const Tensor& self, Tensor out, PhiloxLaunch launch) {
     sampleMultinomial(self, num_samples, replacement, out, philoxKernelGenerator(launch));
   }, self, out, reservePhilox(generator, call.device()));
@@ -339,6 +352,8 @@ Tensor& randpermOut(int64_t n, OptionalGenerator generator, Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   at::native::check_supported_max_int_with_precision(n, hostProbe(out));
   at::native::resize_output(out, {n});
+  // The CPU's dtypes, and its message for the others.
+  AT_DISPATCH_ALL_TYPES_AND2(at::ScalarType::Half, at::ScalarType::BFloat16, out.scalar_type(), "randperm", [] {});
   call.launch([n](Tensor out, PhiloxLaunch launch) { samplePermutation(n, out, philoxKernelGenerator(launch)); },
               out, reservePhilox(generator, call.device()));
   return out;
