@@ -19,6 +19,8 @@ from torch_mydev.conformance.op_runner import run_op
 from torch_mydev.conformance.sample_transfer import Call, DeviceTransfer, result_device_type
 from torch_mydev.conformance.upstream_tests import run_upstream_tests
 
+from helpers import run_python
+
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDER = os.path.join(REPOSITORY, "torch_mydev", "conformance", "goldens.py")
 STATUSES = ("pass", "mismatch", "error", "not_implemented", "skipped", "crash", "timeout", "not_applicable")
@@ -376,6 +378,26 @@ class TestConformanceOptions(TestCase):
         self.assertEqual(parts_below(error_summary(), 99), ["error inputs and dtype errors: nothing was compared"])
         self.assertEqual(parts_below(error_summary(10, 10, failed_ops=1), 99),
                          ["ops whose error inputs and dtype errors were judged: 9 of 10 pass (90.00%)"])
+
+    def test_an_error_raised_at_the_call_only_by_a_first_launch_is_late(self):
+        # In a fresh process: index_select's first launch of a signature waits for its kernel, so an index out of
+        # range raises at the call until a valid call ran (tests/test_bad_input.py), and at the next synchronization
+        # after it. The kit judges it late either way, whatever ran before in its worker.
+        result = run_python('''
+            import torch
+            from torch.testing._internal.opinfo.core import ErrorInput, SampleInput
+            from torch_mydev.conformance.error_runner import _call
+            device = torch.device("mydev")
+            x = torch.arange(5.0, device=device)
+            bad = ErrorInput(SampleInput(x, args=(0, torch.tensor([10], device=device))), error_type=IndexError,
+                             error_regex="out of range")
+            first, raised = _call(torch.index_select, bad, device)
+            torch.index_select(x, 0, torch.tensor([3], device=device)).cpu()
+            second, _ = _call(torch.index_select, bad, device)
+            print(first, "first launch of its signature" in raised, second)
+            ''')
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["late", "True", "late"])
 
     def test_error_inputs_are_classified_against_the_cpu(self):
         from torch.testing._internal.opinfo.core import ErrorInput

@@ -63,4 +63,16 @@ void rememberSignature(const LaunchSignature& signature, const std::optional<std
   known.signatures.insert_or_assign(keyOf(signature), missing_kernel);
 }
 
+namespace {
+thread_local uint64_t errors_raised_by_first_launches = 0;
+}  // namespace
+
+void countErrorRaisedByFirstLaunch() { ++errors_raised_by_first_launches; }
+
 }  // namespace torch_mydev::detail
+
+namespace torch_mydev {
+
+uint64_t errorsRaisedByFirstLaunches() { return detail::errors_raised_by_first_launches; }
+
+}  // namespace torch_mydev

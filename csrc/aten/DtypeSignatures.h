@@ -141,8 +141,16 @@ enum class SignatureState { Unknown, Runs, LacksKernel };
 SignatureState lookUpSignature(const LaunchSignature& signature, std::string* message);
 // `missing_kernel`: the kernel's message if it had no code for these dtypes, else nullopt.
 void rememberSignature(const LaunchSignature& signature, const std::optional<std::string>& missing_kernel);
+void countErrorRaisedByFirstLaunch();
 
 }  // namespace detail
+
+// How many errors of kernels (other than missing dtypes) this thread's calls
+// raised only because the launch was the first of its signature, which waits
+// for its kernel: once a valid call proved the signature, the same error is
+// reported at the next synchronization. The conformance kit counts these as
+// late (torch_mydev/conformance/error_runner.py).
+uint64_t errorsRaisedByFirstLaunches();
 
 // Launches with launch(KernelWatch*), which passes the watch (null: none) to
 // the kernel launch. `probe()` tells whether the kernel runs for these dtypes
@@ -179,6 +187,9 @@ void launchCheckingDtypes(const LaunchSignature& signature, Probe&& probe, Launc
     if (signature.teaches()) {
       detail::rememberSignature(signature, missing_kernel.msg());
     }
+    throw;
+  } catch (...) {
+    detail::countErrorRaisedByFirstLaunch();
     throw;
   }
 }

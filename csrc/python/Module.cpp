@@ -1,6 +1,7 @@
 // torch_mydev._C: the Python face of the glue. Only what Python cannot reach
 // through PyTorch's own generic APIs (torch.accelerator, torch.Stream,
 // torch.Event, torch.Generator) is bound here.
+#include "../aten/DtypeSignatures.h"
 #include "../aten/Fallback.h"
 #include "../aten/FallbackPolicy.h"
 #include "../aten/HostResults.h"
@@ -242,6 +243,7 @@ PYBIND11_MODULE(_C, m) {
     return counts;
   });
   m.def("_reset_fallback_counts", &resetFallbackCounts);
+  m.def("_errors_raised_by_first_launches", &errorsRaisedByFirstLaunches);
   m.def("_get_fallback_policy", [] { return std::string(fallbackPolicyName(fallbackPolicy())); });
   m.def("_set_fallback_policy", [](const std::string& policy) {
     setFallbackPolicy(parseFallbackPolicy(policy, "the fallback policy"));

@@ -13,7 +13,8 @@ device input is paired with the CPU input that expects the same exception type a
   - ``at_call``: the call raised the expected type with a matching message (the device's name may stand where the
     message names a device), as on the CPU;
   - ``late``: the call returned and the error came at the next synchronization, from a kernel that ran later on the
-    stream (whatever the error);
+    stream (whatever the error); also an error a mydev kernel raised at the call only because the launch was the
+    first of its dtypes and shapes, which waits for its kernel: after a valid call of that signature it comes late;
   - ``wrong``: the call raised, but another exception type, or a message that does not match;
   - ``silent``: nothing raised, not even at the synchronization.
 
@@ -39,6 +40,7 @@ from torch.testing._internal.common_dtype import all_types_and_complex_and
 from torch.testing._internal.opinfo.core import ErrorInput
 from torch.utils import _pytree as pytree
 
+from .. import _C
 from .execution import CPU, synchronize
 from .outcome import ERROR, MISMATCH, PASS, SKIPPED, exception_text, pair_without_samples
 from .sample_transfer import Call, DeviceTransfer
@@ -97,7 +99,8 @@ def run_error_inputs(op, *, device):
         if outcome in CPU_ONLY_FAILING:
             failures.append(_failure(f"CPU-only #{index}", outcome, cpu_input, raised))
     for dtype, cpu_input in dtype_error_inputs(op):
-        outcome, raised = _call(op, _moved(cpu_input, device), device)
+        # A signature whose dtypes have no kernel is never proven by a valid call: its first-launch error repeats.
+        outcome, raised = _call(op, _moved(cpu_input, device), device, first_launch_is_late=False)
         counts[dtype_error(outcome)] += 1
         if outcome != AT_CALL:
             failures.append(_failure(f"{dtype_name(dtype)} sample", outcome, cpu_input, raised))
@@ -206,12 +209,17 @@ def _moved(error_input, device):
                              error_type=error_input.error_type, error_regex=error_input.error_regex)
 
 
-def _call(op, error_input, device):
-    """(outcome, what was raised) of one error input on ``device``."""
+def _call(op, error_input, device, first_launch_is_late=True):
+    """(outcome, what was raised) of one error input on ``device``. An error that a mydev kernel raised at the call
+    only because its launch was the first of its dtypes and shapes (which waits for the kernel) is late: once a valid
+    call of the same signature ran, as in a real program, it surfaces at the next synchronization."""
     sample = error_input.sample_input
+    first_launch_errors = _errors_raised_by_first_launches(device)
     try:
         op(sample.input, *sample.args, **sample.kwargs)
     except Exception as exception:
+        if first_launch_is_late and _errors_raised_by_first_launches(device) != first_launch_errors:
+            return LATE, f"{exception_text(exception)} (at the call only as the first launch of its signature)"
         expected = isinstance(exception, error_input.error_type) and _matches(error_input.error_regex, exception, device)
         return (AT_CALL if expected else WRONG), exception_text(exception)
     try:
@@ -219,6 +227,10 @@ def _call(op, error_input, device):
     except Exception as exception:
         return LATE, exception_text(exception)
     return SILENT, None
+
+
+def _errors_raised_by_first_launches(device):
+    return _C._errors_raised_by_first_launches() if device.type == "mydev" else 0
 
 
 def _matches(regex, exception, device):
