@@ -18,8 +18,9 @@ codegen: str = Config(env_name_default="TORCH_MYDEV_INDUCTOR_CODEGEN", default="
 
 
 def _build_identity():
-    """A digest of what makes this build of the backend: the compiled extension (its size and modification time)
-    and the sources of this package, so that a rebuilt or changed torch_mydev gets cache entries of its own."""
+    """A digest of what makes this build of the backend: the compiled extension (its size and modification time),
+    the sources of this package and its subpackages, and torch_mydev's patches of Inductor, which change the code it
+    generates, so that a rebuilt or changed torch_mydev gets cache entries of its own."""
     import torch_mydev
     from torch_mydev import _C
 
@@ -27,10 +28,11 @@ def _build_identity():
     status = os.stat(_C.__file__)
     digest.update(f"{status.st_size}:{status.st_mtime_ns}".encode())
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(here)):
-        if name.endswith(".py"):
-            with open(os.path.join(here, name), "rb") as source:
-                digest.update(name.encode() + source.read())
+    sources = [os.path.join(folder, name) for folder, _, names in os.walk(here) for name in names if name.endswith(".py")]
+    sources.append(os.path.join(os.path.dirname(os.path.abspath(torch_mydev.__file__)), "patches.py"))
+    for path in sorted(sources):
+        with open(path, "rb") as source:
+            digest.update(os.path.relpath(path, here).encode() + source.read())
     digest.update(getattr(torch_mydev, "__version__", "").encode())
     return digest.hexdigest()
 

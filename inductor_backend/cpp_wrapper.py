@@ -68,6 +68,24 @@ inline uint64_t double_to_word(double value) {
 """
 
 
+# The C shims Inductor calls for a mydev node outside the paths this wrapper reroutes through the dispatcher: its
+# in-place bernoulli_ under fallback_random, which the IR node writes itself. mydev's shim is the dispatcher's call
+# (AOTI's tensor handles point at at::Tensor; Inductor passes no generator), defined in a module that calls it.
+MYDEV_C_SHIMS = {
+    "aoti_torch_mydev_bernoulli__float": """
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/inductor/aoti_torch/utils.h>
+inline void aoti_torch_mydev_bernoulli__float(AtenTensorHandle self, double p, void* /* no generator: NULL */) {
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::bernoulli_", "float");
+    std::vector<c10::IValue> stack{
+        c10::IValue(*torch::aot_inductor::tensor_handle_to_tensor_pointer(self)), c10::IValue(p), c10::IValue()};
+    op.callBoxed(&stack);
+}
+""",
+}
+
+
 def _on_mydev(node):
     device = node.get_device()
     return device is not None and device.type == "mydev"
@@ -124,7 +142,7 @@ class _DispatchedExternKernelOutLine(ExternKernelOutLine):
 class MydevCppWrapperCodegen(CppWrapperCpu):
     def __init__(self):
         super().__init__()
-        self._mydev_entry_points = set()
+        self._defined_in_header = set()
 
     @staticmethod
     def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
@@ -144,15 +162,27 @@ class MydevCppWrapperCodegen(CppWrapperCpu):
             self.header.splice(ENTRY_POINT_HELPERS)
             self.header.splice(LAUNCH_API_SOURCE)
 
+    def get_c_shim_func_name(self, kernel, device):
+        name = super().get_c_shim_func_name(kernel, device)
+        if name in MYDEV_C_SHIMS and name not in self._defined_in_header:
+            self._defined_in_header.add(name)
+            self.header.splice(MYDEV_C_SHIMS[name])
+        return name
+
     def _mydev_entry_point(self, kernel_name, argument_types):
         entry_name = f"{kernel_name}_mydev_entry"
-        if entry_name not in self._mydev_entry_points:
-            self._mydev_entry_points.add(entry_name)
+        if entry_name not in self._defined_in_header:
+            self._defined_in_header.add(entry_name)
             self.header.splice(entry_point_source(entry_name, kernel_name, argument_types))
         return entry_name
 
     def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, triton=True, arg_types=None, **kwargs):
         device = device or V.graph.get_current_device_or_throw()
+        if triton and device.type == "mydev":
+            raise NotImplementedError(
+                "mydev runs Triton kernels through Triton's interpreter, which only the Python wrapper launches: "
+                "use codegen='cpp' with cpp_wrapper=True, or the Python wrapper (cpp_wrapper=False) with Triton"
+            )
         if triton or device.type != "mydev":
             super()._generate_kernel_call_helper(
                 kernel_name, call_args, device=device, triton=triton, arg_types=arg_types, **kwargs
@@ -171,6 +201,17 @@ class MydevCppWrapperCodegen(CppWrapperCpu):
         tensor_array = self._generate_temporary_array_pointer("void*", tensors, force_mutable=True)
         value_array = self._generate_temporary_array_pointer("uint64_t", values)
         self.writeline(f'mydev_inductor::launch("{kernel_name}", {entry}, "{kinds}", {tensor_array}, {value_array});')
+
+    def generate_scatter_fallback(self, node):
+        if not _on_mydev(node):
+            super().generate_scatter_fallback(node)
+            return
+        # The in-place scatter_ or scatter_reduce_ through the dispatcher (Inductor calls a C shim of the device).
+        source = node.inputs[2] if node.src_is_tensor else node.constant_args[1]
+        arguments = [node.inputs[0], node.constant_args[0], node.inputs[1], source]
+        for schema_argument in node.op_overload._schema.arguments[len(arguments) :]:
+            arguments.append(node.kwargs.get(schema_argument.name, schema_argument.default_value))
+        self.generate_fallback_kernel_with_runtime_lookup_boxed(node.op_overload, arguments, [None], [])
 
     def generate_extern_kernel_out(self, node):
         if not _on_mydev(node):

@@ -74,8 +74,14 @@ class _RunAfterImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             execute(module)
-            for callback in callbacks:
-                callback()
+            try:
+                for callback in callbacks:
+                    callback()
+            except BaseException:
+                # The import fails with it (the module is dropped): the next import of the module runs them again,
+                # and raises the same error rather than going on unregistered.
+                self.callbacks[fullname] = callbacks + self.callbacks.get(fullname, [])
+                raise
 
         spec.loader.exec_module = exec_module
         return spec

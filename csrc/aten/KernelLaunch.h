@@ -58,7 +58,16 @@ class KernelWatch {
   // kernel finishes this watch, which lives on the caller's stack.
   std::exception_ptr wait() {
     std::exception_ptr stream_failure;
+    // The runtime's host-wait callbacks (Module.cpp: Python's GIL is released) around a wait of the glue's own.
+    mydevHostWaitCallback before = nullptr;
+    mydevHostWaitCallback after = nullptr;
+    MYDEV_CHECK(mydevGetHostWaitCallbacks(&before, &after));
     std::unique_lock<std::mutex> lock(mutex_);
+    if (!done_ && before != nullptr) {
+      before();
+    } else {
+      after = nullptr;
+    }
     while (!finished_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_; })) {
       lock.unlock();
       const mydevError_t status = mydevStreamQuery(stream_);
@@ -75,6 +84,10 @@ class KernelWatch {
         continue;  // the stream may still run this kernel
       }
       break;  // the stream ran dry without running this kernel
+    }
+    lock.unlock();
+    if (after != nullptr) {
+      after();
     }
     if (stream_failure) {
       std::rethrow_exception(stream_failure);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <mutex>
 #include <system_error>
 
 #include <pthread.h>
@@ -30,6 +31,19 @@ bool spin_until(Predicate done) {
 
 // A task that ran this long is followed by a sleep, not a spin (run()).
 constexpr std::chrono::microseconds kLongTask{10 * kSpinTime};
+
+// mydevSetHostWaitCallbacks: read as a pair, under a lock taken only to set or read them.
+struct HostWaitCallbacks {
+  mydevHostWaitCallback before = nullptr;
+  mydevHostWaitCallback after = nullptr;
+};
+std::mutex g_host_wait_mutex;
+HostWaitCallbacks g_host_wait_callbacks;
+
+HostWaitCallbacks host_wait_callbacks() {
+  std::lock_guard<std::mutex> lock(g_host_wait_mutex);
+  return g_host_wait_callbacks;
+}
 
 // Finished tasks a submitting thread leaves unreleased before it releases
 // them: it then reads the worker's completion counter once per batch rather
@@ -219,6 +233,9 @@ void mydevStream::wake_waiters() {
 
 void mydevStream::wait_for_completion(uint64_t seq, bool spin) {
   if (spin ? spin_until([&] { return is_complete(seq); }) : is_complete(seq)) return;
+  // One pair for the whole wait, whatever another thread sets meanwhile.
+  const HostWaitCallbacks callbacks = host_wait_callbacks();
+  if (callbacks.before != nullptr) callbacks.before();
   // The other half of wake_waiters' handshake.
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   {
@@ -226,6 +243,7 @@ void mydevStream::wait_for_completion(uint64_t seq, bool spin) {
     done_cv_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= seq; });
   }
   waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  if (callbacks.after != nullptr) callbacks.after();
 }
 
 void mydevStream::wait(uint64_t seq, bool spin) {
@@ -474,6 +492,22 @@ mydevError_t mydevStreamQuery(mydevStream_t handle) {
   if (mydevError_t error = take_stream_error(*stream, seq)) return error;
   if (complete) return mydevSuccess;
   return set_error(mydevErrorNotReady, "%s: work is still pending on a stream of mydev:%d", api, stream->device);
+}
+
+mydevError_t mydevSetHostWaitCallbacks(mydevHostWaitCallback before, mydevHostWaitCallback after) {
+  std::lock_guard<std::mutex> lock(g_host_wait_mutex);
+  g_host_wait_callbacks = HostWaitCallbacks{before, after};
+  return mydevSuccess;
+}
+
+mydevError_t mydevGetHostWaitCallbacks(mydevHostWaitCallback* before, mydevHostWaitCallback* after) {
+  if (before == nullptr || after == nullptr) {
+    return set_error(mydevErrorInvalidValue, "mydevGetHostWaitCallbacks: before or after is NULL");
+  }
+  const HostWaitCallbacks callbacks = host_wait_callbacks();
+  *before = callbacks.before;
+  *after = callbacks.after;
+  return mydevSuccess;
 }
 
 mydevError_t mydevStreamSynchronize(mydevStream_t handle) {

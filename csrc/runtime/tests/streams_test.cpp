@@ -2,6 +2,8 @@
 // wake-up, host tasks), and events.
 #include "harness.h"
 
+#include <mutex>
+
 using namespace runtime_test;
 
 // ---- kernels and streams ----------------------------------------------------------------
@@ -38,6 +40,44 @@ TEST(launch_is_asynchronous) {
   CHECK_ERR(mydevLaunchKernel("no_function", nullptr, &freed, [](void* p) { *static_cast<bool*>(p) = true; }, nullptr),
             mydevErrorInvalidValue);
   CHECK(freed);
+}
+
+namespace {
+// A lock the waiting thread holds and a kernel needs, as an interpreter's global lock.
+std::mutex interpreter_lock;
+std::atomic<int> waits_begun{0};
+std::atomic<int> waits_ended{0};
+void release_interpreter_lock() {
+  ++waits_begun;
+  interpreter_lock.unlock();
+}
+void take_interpreter_lock() {
+  interpreter_lock.lock();
+  ++waits_ended;
+}
+}  // namespace
+
+TEST(host_wait_callbacks_let_a_kernel_take_a_lock_the_waiter_holds) {
+  CHECK_OK(mydevSetHostWaitCallbacks(release_interpreter_lock, take_interpreter_lock));
+  mydevHostWaitCallback before = nullptr;
+  mydevHostWaitCallback after = nullptr;
+  CHECK_OK(mydevGetHostWaitCallbacks(&before, &after));
+  CHECK(before == release_interpreter_lock && after == take_interpreter_lock);
+  interpreter_lock.lock();
+  CHECK_OK(mydevStreamSynchronize(nullptr));  // nothing queued: no wait, no callback
+  CHECK_EQ(waits_begun.load(), 0);
+  bool ran = false;
+  CHECK_OK(launch("takes_the_lock", [&ran] {
+    std::lock_guard<std::mutex> lock(interpreter_lock);
+    ran = true;
+  }));
+  CHECK_OK(mydevStreamSynchronize(nullptr));  // without the callbacks, a deadlock
+  CHECK(ran);
+  CHECK_EQ(waits_begun.load(), 1);
+  CHECK_EQ(waits_ended.load(), 1);
+  interpreter_lock.unlock();
+  CHECK_OK(mydevSetHostWaitCallbacks(nullptr, nullptr));
+  CHECK_ERR(mydevGetHostWaitCallbacks(nullptr, &after), mydevErrorInvalidValue);
 }
 
 TEST(stream_runs_kernels_in_order) {
