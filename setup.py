@@ -32,8 +32,9 @@ def sources():
 
 # scripts/bootstrap.sh installs the package metadata (the torch.backends entry
 # point) once with MYDEV_SKIP_EXTENSION=1, then compiles with
-# `setup.py build_ext --inplace`, whose ninja build directory (build/) persists;
-# pip's editable build would compile everything again in a throwaway directory.
+# `setup.py build_ext --build-lib build/lib` and copies the library into the
+# package; the ninja build directory (build/) persists, where pip's editable
+# build would compile everything again in a throwaway directory.
 skip_extension = os.environ.get("MYDEV_SKIP_EXTENSION") == "1"
 
 # Calling one of ATen's DispatchStubs (csrc/kernels/Normalization.cpp) links

@@ -183,7 +183,7 @@ class MydevCppWrapperCodegen(CppWrapperCpu):
                 "mydev runs Triton kernels through Triton's interpreter, which only the Python wrapper launches: "
                 "use codegen='cpp' with cpp_wrapper=True, or the Python wrapper (cpp_wrapper=False) with Triton"
             )
-        if triton or device.type != "mydev":
+        if device.type != "mydev":
             super()._generate_kernel_call_helper(
                 kernel_name, call_args, device=device, triton=triton, arg_types=arg_types, **kwargs
             )

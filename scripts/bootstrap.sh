@@ -26,14 +26,15 @@ if command -v python3 >/dev/null 2>&1; then
     || missing+=("Python's headers, Python.h (Debian/Ubuntu: apt-get install python3-dev)")
 fi
 # The C++ compilers in use: $CXX where set (PyTorch's extension build, torch.compile and the runtime's own tests all
-# take it); else g++ (torch.compile, the runtime's tests) and the compiler Python was built with (the extension).
+# take it); else c++ (which compiles the extension), g++ (torch.compile, the runtime's tests) and the compiler Python
+# was built with (which links the extension).
 compilers=()
 if [ -n "${CXX:-}" ]; then
   compilers+=("$CXX")
 else
-  compilers+=(g++)
+  compilers+=(c++ g++)
   python_cxx="$(python3 -c 'import sysconfig; print((sysconfig.get_config_var("CXX") or "").split()[0])' 2>/dev/null || true)"
-  if [ -n "$python_cxx" ] && [ "$python_cxx" != g++ ]; then compilers+=("$python_cxx"); fi
+  if [ -n "$python_cxx" ] && [ "$python_cxx" != c++ ] && [ "$python_cxx" != g++ ]; then compilers+=("$python_cxx"); fi
 fi
 CXX_CHECK="$(mktemp -d)"
 printf '#include <concepts>\nint main() { return 0; }\n' > "$CXX_CHECK/check.cpp"
@@ -135,12 +136,14 @@ start=$(date +%s)
 # PyTorch's build links the extension again on every run; the package's copy is
 # replaced only when the library changed, so that a run with nothing to build
 # leaves it (and torch.compile's caches, keyed on it) alone. Running Python
-# processes map it: the old file is unlinked, not overwritten, and the copy
-# gets a new inode.
-built="$(ls "$ROOT"/build/lib/torch_mydev/_C.*.so)"
-installed="$ROOT/torch_mydev/$(basename "$built")"
+# processes map it: the new file takes the old one's name by a rename (a new
+# inode, never a moment without the file), and copies for other Pythons go.
+library="_C$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+built="$ROOT/build/lib/torch_mydev/$library"
+installed="$ROOT/torch_mydev/$library"
 if ! cmp -s "$built" "$installed"; then
-  rm -f "$ROOT"/torch_mydev/_C.*.so
-  cp "$built" "$installed"
+  cp "$built" "$installed.new.$$"
+  mv -f "$installed.new.$$" "$installed"
 fi
+find "$ROOT/torch_mydev" -maxdepth 1 -name '_C.*.so' ! -name "$library" -delete
 echo "[bootstrap] build done in $(( $(date +%s) - start ))s"

@@ -155,7 +155,8 @@ def collectives(rank, world_size, init_file):
             request.wait()
         assert_close(incoming.cpu(), torch.full((8,), float(left)))
 
-        # The receive listed first: a send never waits for a receive (that would close the ring into a deadlock).
+        # The receive listed first: a send does not wait for a receive of other memory (that would close the ring
+        # into a deadlock).
         incoming = torch.empty(8, device=device)
         requests = dist.batch_isend_irecv([dist.P2POp(dist.irecv, incoming, left), dist.P2POp(dist.isend, outgoing, right)])
         for request in requests:
@@ -588,8 +589,8 @@ def abort_during_a_receive(rank, world_size, init_file):
 
 def point_to_point_beside_collectives(rank, world_size, init_file):
     """On 3 ranks, programs that finish on NCCL (whose unbatched sends and receives run on a stream per pair of ranks)
-    and on gloo: a receive does not hold up the collectives issued after it, nor a receive from another peer; and
-    operations that share memory stay in the order they were called even where nobody waited."""
+    and on gloo: a receive does not hold up the collectives issued after it, nor a receive from another peer, nor
+    operations on other slices of its tensor; and a send of what a receive fills waits for it, though nobody did."""
     device = init(rank, world_size, init_file, timeout_s=30)
     try:
         # Rank 1 receives before an all_reduce that rank 0 makes before it sends.
@@ -610,7 +611,7 @@ def point_to_point_beside_collectives(rank, world_size, init_file):
         # Rank 2 receives from rank 0 first, but rank 0 sends only after rank 1's message reached it, which rank 1
         # sends after its message to rank 2.
         if rank == 2:
-            from_0, from_1 = torch.zeros(3, device=device), torch.zeros(3, device=device)
+            from_0, from_1 = torch.zeros(2, 3, device=device)  # rows of one tensor: disjoint memory waits for nothing
             receives = [dist.irecv(from_0, 0), dist.irecv(from_1, 1)]
             for receive in receives:
                 receive.wait()
@@ -625,23 +626,28 @@ def point_to_point_beside_collectives(rank, world_size, init_file):
             assert_close(relayed.cpu(), torch.full((2,), 12.0))
             dist.send(torch.full((3,), 10.0, device=device), 2)
 
-        # Nobody waits for the send before the all_reduce overwrites its tensor, nor for the receive before the
-        # tensor it fills is sent on: each waits for the earlier operation on its memory.
-        tensor = torch.full((6,), float(rank + 1), device=device)
+        # A ring exchange through one buffer: each rank sends its slice and receives its left neighbour's into
+        # another slice of the same tensor, in both orders.
+        right, left = (rank + 1) % world_size, (rank - 1) % world_size
+        for receive_first in (False, True):
+            ring = torch.zeros(world_size, 4, device=device)
+            ring[rank] = rank + 1
+            operations = [dist.P2POp(dist.isend, ring[rank], right), dist.P2POp(dist.irecv, ring[left], left)]
+            for request in dist.batch_isend_irecv(operations[::-1] if receive_first else operations):
+                request.wait()
+            assert_close(ring[left].cpu(), torch.full((4,), float(left + 1)))
+
+        # Nobody waits for the receive before the tensor it fills is sent on: the send waits for it.
         if rank == 0:
-            dist.isend(tensor, 1)
-            dist.all_reduce(tensor)
+            dist.send(torch.full((6,), 1.0, device=device), 1)
         elif rank == 1:
             relayed = torch.zeros(6, device=device)
             dist.irecv(relayed, 0)
-            dist.isend(relayed, 2)
-            dist.all_reduce(tensor)
+            dist.isend(relayed, 2).wait()
         else:
             relayed = torch.zeros(6, device=device)
             dist.recv(relayed, 1)
             assert_close(relayed.cpu(), torch.full((6,), 1.0))
-            dist.all_reduce(tensor)
-        assert_close(tensor.cpu(), torch.full((6,), 6.0))
         dist.barrier(device_ids=[device.index])
     finally:
         dist.destroy_process_group()

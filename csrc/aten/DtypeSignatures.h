@@ -189,7 +189,10 @@ void launchCheckingDtypes(const LaunchSignature& signature, Probe&& probe, Launc
     }
     throw;
   } catch (...) {
-    detail::countErrorRaisedByFirstLaunch();
+    // A signature that does not teach (an empty tensor in it) is watched at every launch: its errors stay at the call.
+    if (signature.teaches()) {
+      detail::countErrorRaisedByFirstLaunch();
+    }
     throw;
   }
 }

@@ -24,6 +24,7 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -33,6 +34,29 @@ namespace torch_mydev {
 // stream's work before it), and whatever the kernel raises is handed to the
 // caller, to raise at the call, instead of failing the kernel
 // (DtypeSignatures.h).
+// Calls the runtime's host-wait callbacks (mydevSetHostWaitCallbacks) around
+// a wait of the glue's own, the second one whatever ends the wait.
+class HostWait {
+ public:
+  HostWait() {
+    MYDEV_CHECK(mydevGetHostWaitCallbacks(&before_, &after_));
+    if (before_ != nullptr) {
+      before_();
+    }
+  }
+  ~HostWait() {
+    if (after_ != nullptr) {
+      after_();
+    }
+  }
+  HostWait(const HostWait&) = delete;
+  HostWait& operator=(const HostWait&) = delete;
+
+ private:
+  mydevHostWaitCallback before_ = nullptr;
+  mydevHostWaitCallback after_ = nullptr;
+};
+
 class KernelWatch {
  public:
   KernelWatch() = default;
@@ -58,15 +82,11 @@ class KernelWatch {
   // kernel finishes this watch, which lives on the caller's stack.
   std::exception_ptr wait() {
     std::exception_ptr stream_failure;
-    // The runtime's host-wait callbacks (Module.cpp: Python's GIL is released) around a wait of the glue's own.
-    mydevHostWaitCallback before = nullptr;
-    mydevHostWaitCallback after = nullptr;
-    MYDEV_CHECK(mydevGetHostWaitCallbacks(&before, &after));
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!done_ && before != nullptr) {
-      before();
-    } else {
-      after = nullptr;
+    // A wait of the glue's own, with the runtime's host-wait callbacks around it (PythonKernel.cpp).
+    std::optional<HostWait> waiting;
+    if (!done_) {
+      waiting.emplace();
     }
     while (!finished_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_; })) {
       lock.unlock();
@@ -86,9 +106,7 @@ class KernelWatch {
       break;  // the stream ran dry without running this kernel
     }
     lock.unlock();
-    if (after != nullptr) {
-      after();
-    }
+    waiting.reset();
     if (stream_failure) {
       std::rethrow_exception(stream_failure);
     }

@@ -7,6 +7,7 @@
 #include "../core/Stream.h"
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <c10/core/StreamGuard.h>
@@ -174,10 +175,11 @@ class CollectiveWork final : public c10d::Work {
   void orderBefore(const MydevStream& stream) const { end_.block(stream); }
 
   // Whether `later` must wait for this operation: it touches memory this one
-  // writes, or writes memory this one reads (tensors compared by storage).
+  // writes, or writes memory this one reads. Tensors are compared by the
+  // memory they span, so that disjoint slices of one buffer (a ring exchange
+  // through it) do not wait for each other.
   bool mustPrecede(const CollectiveWork& later) const {
-    return sharesStorage(outputs_, later.inputs_) || sharesStorage(outputs_, later.outputs_) ||
-           sharesStorage(inputs_, later.outputs_);
+    return overlap(outputs_, later.inputs_) || overlap(outputs_, later.outputs_) || overlap(inputs_, later.outputs_);
   }
 
   // Non-blocking: whether the operation's kernel is done (or was dropped):
@@ -247,14 +249,13 @@ class CollectiveWork final : public c10d::Work {
     return ended_;
   }
 
-  static bool sharesStorage(const std::vector<at::Tensor>& some, const std::vector<at::Tensor>& others) {
+  // Views of one storage only; where ATen finds it too hard to tell (a
+  // strided view), they count as overlapping.
+  static bool overlap(const std::vector<at::Tensor>& some, const std::vector<at::Tensor>& others) {
     for (const at::Tensor& one : some) {
-      const void* memory = one.has_storage() ? one.storage().data_ptr().get() : nullptr;
-      if (memory == nullptr) {
-        continue;
-      }
       for (const at::Tensor& other : others) {
-        if (other.has_storage() && other.storage().data_ptr().get() == memory) {
+        if (one.has_storage() && other.has_storage() && one.storage().is_alias_of(other.storage()) &&
+            at::get_overlap_status(one, other) != at::MemOverlapStatus::No) {
           return true;
         }
       }

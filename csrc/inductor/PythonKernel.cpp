@@ -2,12 +2,15 @@
 
 #include "../aten/DeviceTensorRef.h"
 #include "../aten/KernelLaunch.h"
+#include "../core/Exception.h"
 #include "../core/Stream.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <atomic>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -17,6 +20,64 @@ namespace torch_mydev {
 
 namespace {
 
+bool interpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+// Whether this thread holds the GIL with a thread state of its own (PyGILState_Check answers 1 on any thread once
+// a subinterpreter exists).
+bool holdsGil() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked() != nullptr;
+#else
+  return _PyThreadState_UncheckedGet() != nullptr;
+#endif
+}
+
+// Python kernels launched and not yet released, on every stream.
+std::atomic<int64_t> queued_python_kernels{0};
+
+// Counts a kernel from its launch until its task is released (run or dropped).
+struct QueuedPythonKernel {
+  bool counted = true;
+  QueuedPythonKernel() { ++queued_python_kernels; }
+  QueuedPythonKernel(QueuedPythonKernel&& other) noexcept : counted(std::exchange(other.counted, false)) {}
+  QueuedPythonKernel& operator=(QueuedPythonKernel&&) = delete;
+  ~QueuedPythonKernel() {
+    if (counted) {
+      --queued_python_kernels;
+    }
+  }
+};
+
+// A thread that waits for the device while it holds the GIL would never wake
+// if a Python kernel queued before needs it. PyTorch's tensor bindings release
+// it around an operator, but not all of its bindings do (a storage's copy_,
+// which torch.save and pickling reach): while Python kernels are queued, the
+// runtime's host-wait callbacks release it for each wait. Only then: a thread
+// that released the GIL inside a wait made under a lock of mydev's (a full
+// launch queue, the allocator emptying its cache) can deadlock with a thread
+// that holds the GIL and wants that lock. Not while the interpreter
+// finalizes, where a thread other than the finalizing one must not take the
+// GIL back.
+thread_local PyThreadState* gil_released_for_host_wait = nullptr;
+
+void releaseGilForHostWait() {
+  if (queued_python_kernels.load() > 0 && Py_IsInitialized() && !interpreterFinalizing() && holdsGil()) {
+    gil_released_for_host_wait = PyEval_SaveThread();
+  }
+}
+
+void retakeGilAfterHostWait() {
+  if (PyThreadState* state = std::exchange(gil_released_for_host_wait, nullptr)) {
+    PyEval_RestoreThread(state);
+  }
+}
+
 // Owns a reference to the function and its arguments until the kernel has run;
 // it drops them on the worker, under the GIL, since the host thread that later
 // releases the finished task may not hold it.
@@ -24,6 +85,7 @@ struct PythonKernelCall {
   PyObject* function;
   PyObject* arguments;  // the call's tuple, with None where a mydev tensor goes
   c10::SmallVector<std::pair<size_t, DeviceTensorRef>, 6> tensors;
+  QueuedPythonKernel queued;
 
   void operator()() {
     KernelMemory memory;
@@ -33,7 +95,7 @@ struct PythonKernelCall {
     }
     // A worker that waits for the GIL while the interpreter finalizes is ended by CPython (pthread_exit); a
     // kernel still queued when the program exits is dropped instead.
-    TORCH_CHECK(!_Py_IsFinalizing(), "Python is shutting down: the kernel was not run");
+    TORCH_CHECK(!interpreterFinalizing(), "Python is shutting down: the kernel was not run");
     std::string failure;
     {
       py::gil_scoped_acquire gil;
@@ -59,7 +121,10 @@ struct PythonKernelCall {
 }  // namespace
 
 void launchPythonKernel(const std::string& name, const py::object& function, const py::tuple& arguments) {
-  PythonKernelCall call{nullptr, nullptr, {}};
+  static std::once_flag callbacks_set;
+  std::call_once(callbacks_set,
+                 [] { MYDEV_CHECK(mydevSetHostWaitCallbacks(&releaseGilForHostWait, &retakeGilAfterHostWait)); });
+  PythonKernelCall call{nullptr, nullptr, {}, {}};
   py::tuple placeholders(arguments.size());
   std::optional<c10::Device> device;
   for (size_t index = 0; index < arguments.size(); ++index) {

@@ -8,7 +8,8 @@
 // surfaces at the next synchronizing call like any kernel fault.
 //
 // Because the worker needs the GIL, a host thread must not wait for that
-// stream while it holds the GIL: mydev's own waits and launches release it.
+// stream while it holds the GIL: while Python kernels are queued, every host
+// wait of the runtime (mydevSetHostWaitCallbacks) and of the glue releases it.
 #pragma once
 
 #include <torch/csrc/utils/pybind.h>

@@ -24,7 +24,6 @@
 
 #include <cstring>
 #include <limits>
-#include <utility>
 
 namespace py = pybind11;
 
@@ -34,35 +33,6 @@ void bindMemoryHistory(py::module_& m);  // MemorySnapshot.cpp
 void bindDistributed(py::module_& m);    // ProcessGroupMydev.cpp
 
 namespace {
-
-// A thread that waits for the device while it holds Python's GIL would never
-// wake if a kernel queued before needs the GIL (an interpreted Triton kernel,
-// PythonKernel.h). PyTorch's tensor bindings release it around an operator,
-// but not all of its bindings do (a storage's copy_, which torch.save and
-// pickling reach): the runtime calls these around every host wait. Not while
-// the interpreter finalizes, where a thread other than the finalizing one
-// must not take the GIL back.
-thread_local PyThreadState* gil_released_for_host_wait = nullptr;
-
-bool interpreterFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
-
-void releaseGilForHostWait() {
-  if (Py_IsInitialized() && !interpreterFinalizing() && PyGILState_Check()) {
-    gil_released_for_host_wait = PyEval_SaveThread();
-  }
-}
-
-void retakeGilAfterHostWait() {
-  if (PyThreadState* state = std::exchange(gil_released_for_host_wait, nullptr)) {
-    PyEval_RestoreThread(state);
-  }
-}
 
 void initRuntime() {
   int count = 0;
@@ -183,7 +153,6 @@ PYBIND11_MODULE(_C, m) {
   using namespace torch_mydev;
   m.doc() = "Bindings of the mydev PyTorch backend";
   routeOperatorsToFallback();
-  MYDEV_CHECK(mydevSetHostWaitCallbacks(&releaseGilForHostWait, &retakeGilAfterHostWait));
 
   m.def("_init", &initRuntime, "Initialises the mydev runtime (called once by torch.mydev._lazy_init)");
   m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });

@@ -145,12 +145,14 @@ mydevError_t mydevStreamWaitEvent(mydevStream_t stream, mydevEvent_t event);
 
 // ---- host waits --------------------------------------------------------------
 // A thread that blocks until the device has done some work (a synchronization,
-// a copy into pageable memory, a launch into a full queue) calls `before` as
-// it goes to sleep and `after` once it woke, on that thread. An embedder whose
-// kernels need a lock that a waiting thread may hold (an interpreter's global
-// lock) releases it in `before` and takes it back in `after`. NULL for none;
-// may be set before anything else. mydevGetHostWaitCallbacks gives the pair
-// to an embedder's own waits for the device.
+// a copy into pageable memory, a launch into a full queue; also a stream's
+// worker at a wait queued by mydevStreamWaitEvent) calls `before` as it goes
+// to sleep and `after` once it woke, on that thread, possibly while it holds
+// a lock of the runtime's. An embedder whose kernels need a lock that a
+// waiting thread may hold (an interpreter's global lock) releases it in
+// `before` and takes it back in `after`. NULL for none; may be set before
+// anything else. mydevGetHostWaitCallbacks gives the pair to an embedder's
+// own waits for the device.
 typedef void (*mydevHostWaitCallback)(void);
 mydevError_t mydevSetHostWaitCallbacks(mydevHostWaitCallback before, mydevHostWaitCallback after);
 mydevError_t mydevGetHostWaitCallbacks(mydevHostWaitCallback* before, mydevHostWaitCallback* after);
