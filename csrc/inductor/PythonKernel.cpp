@@ -28,14 +28,17 @@ bool interpreterFinalizing() {
 #endif
 }
 
-// Whether this thread holds the GIL with a thread state of its own (PyGILState_Check answers 1 on any thread once
-// a subinterpreter exists).
+// Whether this thread holds the GIL: the thread state holding it is this
+// thread's own. (Python 3.11 keeps the holder's state in a global, read on any
+// thread; PyGILState_Check answers 1 on any thread once a subinterpreter
+// exists.)
 bool holdsGil() {
 #if PY_VERSION_HEX >= 0x030D0000
-  return PyThreadState_GetUnchecked() != nullptr;
+  PyThreadState* holder = PyThreadState_GetUnchecked();
 #else
-  return _PyThreadState_UncheckedGet() != nullptr;
+  PyThreadState* holder = _PyThreadState_UncheckedGet();
 #endif
+  return holder != nullptr && holder == PyGILState_GetThisThreadState();
 }
 
 // Python kernels launched and not yet released, on every stream.
