@@ -64,9 +64,9 @@ struct QueuedPythonKernel {
 // runtime's host-wait callbacks release it for each wait. Only then: a thread
 // that released the GIL inside a wait made under a lock of mydev's (a full
 // launch queue, the allocator emptying its cache) can deadlock with a thread
-// that holds the GIL and wants that lock. Not while the interpreter
-// finalizes, where a thread other than the finalizing one must not take the
-// GIL back.
+// that holds the GIL and wants that lock. Not once the interpreter finalizes:
+// CPython ends a thread other than the finalizing one that takes the GIL back
+// then (a wait begun before finalization and ended during it still does).
 thread_local PyThreadState* gil_released_for_host_wait = nullptr;
 
 void releaseGilForHostWait() {
