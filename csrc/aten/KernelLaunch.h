@@ -30,10 +30,6 @@
 
 namespace torch_mydev {
 
-// A launch its caller watches: the caller waits for this kernel (and the
-// stream's work before it), and whatever the kernel raises is handed to the
-// caller, to raise at the call, instead of failing the kernel
-// (DtypeSignatures.h).
 // Calls the runtime's host-wait callbacks (mydevSetHostWaitCallbacks) around
 // a wait of the glue's own, the second one whatever ends the wait.
 class HostWait {
@@ -57,6 +53,10 @@ class HostWait {
   mydevHostWaitCallback after_ = nullptr;
 };
 
+// A launch its caller watches: the caller waits for this kernel (and the
+// stream's work before it), and whatever the kernel raises is handed to the
+// caller, to raise at the call, instead of failing the kernel
+// (DtypeSignatures.h).
 class KernelWatch {
  public:
   KernelWatch() = default;

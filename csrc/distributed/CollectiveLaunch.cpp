@@ -54,7 +54,7 @@ void checkWritable(const std::vector<at::Tensor>& outputs, const char* name) {
 // Refused here, at the call, they leave the group usable. Sends and
 // receives move bytes, of any dtype.
 void checkGlooDtypes(const std::vector<at::Tensor>& tensors, OpType type) {
-  if (type == OpType::SEND || type == OpType::RECV || type == OpType::RECVANYSOURCE) {
+  if (c10d::isP2POp(type)) {
     return;
   }
   for (const at::Tensor& tensor : tensors) {
@@ -157,7 +157,7 @@ void ProcessGroupMydev::launchInOrder(
     const std::vector<at::Tensor>& outputs, GlooCall call, CallForm form,
     std::vector<c10::intrusive_ptr<CollectiveWork>>& finished) {
   const bool outputs_are_inputs = form.outputs_are_inputs;
-  const bool point_to_point = type == OpType::SEND || type == OpType::RECV;
+  const bool point_to_point = c10d::isP2POp(type);
   std::lock_guard<std::mutex> launch_lock(launch_mutex_);
   if (closed_) {
     (void)call_record.take();  // not refused: every later call fails alike
@@ -488,19 +488,17 @@ MydevStream ProcessGroupMydev::streamFor(c10::DeviceIndex device, OpType type, i
   if (streams_retired_) {
     return getDefaultMydevStream(device);
   }
-  if (type == OpType::SEND || type == OpType::RECV) {
-    auto key = std::make_tuple(device, peer, type == OpType::SEND);
-    auto found = peer_streams_.find(key);
-    if (found == peer_streams_.end()) {
-      found = peer_streams_.emplace(key, createDedicatedStream(/*priority=*/-1, device)).first;
+  const auto made_on_first_use = [device](auto& streams, const auto& key) {
+    auto found = streams.find(key);
+    if (found == streams.end()) {
+      found = streams.emplace(key, createDedicatedStream(/*priority=*/-1, device)).first;
     }
     return found->second;
+  };
+  if (c10d::isP2POp(type)) {
+    return made_on_first_use(peer_streams_, std::make_tuple(device, peer, type == OpType::SEND));
   }
-  auto found = comm_streams_.find(device);
-  if (found == comm_streams_.end()) {
-    found = comm_streams_.emplace(device, createDedicatedStream(/*priority=*/-1, device)).first;
-  }
-  return found->second;
+  return made_on_first_use(comm_streams_, device);
 }
 
 // Ends profiler ranges, off the stream workers.
