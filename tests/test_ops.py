@@ -494,6 +494,16 @@ class TestMydevOps(TestCase):
         self.assertEqual(F.dropout(x.to(device), 0.3, training=True).cpu(), out)
         self.assertEqual(F.dropout(x.to(device), 0.3, training=False).cpu(), x)
 
+    def test_dropout_of_everything_returns_zeros_without_drawing(self, device):
+        # CUDA's native_dropout returns zeros and an all-false mask for p = 1 and
+        # draws nothing; the CPU's formula gives NaN for an infinite input.
+        x = torch.tensor([1.0, -2.0, float("inf"), float("nan")], device=device)
+        state = torch.mydev.get_rng_state()
+        out, mask = torch.native_dropout(x, 1.0, True)
+        self.assertEqual(out.cpu(), torch.zeros(4), atol=0, rtol=0)
+        self.assertEqual(mask.cpu(), torch.zeros(4, dtype=torch.bool))
+        self.assertEqual(torch.mydev.get_rng_state(), state)
+
     def test_dropout_backward_is_native_and_uses_the_forward_mask(self, device):
         for dtype in (torch.float32, torch.float64, torch.bfloat16):
             x = torch.randn(64, 8, dtype=dtype).abs() + 1

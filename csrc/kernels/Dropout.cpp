@@ -5,7 +5,9 @@
 // on the device generator (Philox, in launch order). Complex inputs are
 // refused as CUDA's fused kernel refuses them (F.dropout on the CPU takes
 // another path, whose bernoulli_ refuses them too): the formula would
-// silently accept them.
+// silently accept them. p = 1 returns zeros and an all-false mask without
+// drawing, as CUDA's kernel does: the formula would multiply by a scale of
+// zero (NaN where the input is infinite) and spend Philox offsets.
 //
 // native_dropout_backward is ATen's CPU formula with mydev operators too: its
 // fallback path would size the result with the Python Meta decomposition that
@@ -14,6 +16,7 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
 namespace torch_mydev::native {
@@ -31,8 +34,11 @@ std::tuple<Tensor, Tensor> nativeDropout(const Tensor& input, double p, std::opt
   if (train.has_value() && !*train) {
     return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
   }
+  if (p == 1) {
+    return {at::zeros_like(input), at::zeros_like(input, input.options().dtype(at::kBool))};
+  }
   const double keep = 1. - p;
-  const double scale = keep == 0 ? 0. : 1. / keep;
+  const double scale = 1. / keep;
   Tensor mask = at::empty_like(input, input.options().dtype(at::kBool));
   mask.bernoulli_(keep);
   Tensor output = input.mul(mask).mul_(scale);
