@@ -7,6 +7,7 @@
 #include "../aten/DeviceTensorRef.h"
 #include "../aten/KernelLaunch.h"
 #include "../core/Exception.h"
+#include "../python/Gil.h"
 
 #include <ATen/MemoryOverlap.h>
 #include <torch/csrc/utils/pybind.h>
@@ -522,7 +523,7 @@ void ProcessGroupMydev::stopThreads() {
   // The queued tasks end profiler ranges, whose release may need the GIL,
   // which the caller (destroy_process_group, a dealloc) may hold.
   std::optional<py::gil_scoped_release> without_gil;
-  if (Py_IsInitialized() && PyGILState_Check() != 0) {
+  if (holdsGil()) {
     without_gil.emplace();
   }
   {

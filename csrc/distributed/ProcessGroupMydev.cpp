@@ -5,6 +5,7 @@
 #include "ProcessGroupMydev.h"
 
 #include "../core/Device.h"
+#include "../python/Gil.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/utils/pybind.h>
@@ -236,7 +237,7 @@ void ProcessGroupMydev::abort() {
   // A launch holding launch_mutex_ (taken below) may need the GIL to release
   // a tensor.
   std::optional<py::gil_scoped_release> without_gil;
-  if (Py_IsInitialized() && PyGILState_Check() != 0) {
+  if (holdsGil()) {
     without_gil.emplace();
   }
   {

@@ -4,6 +4,7 @@
 #include "../aten/KernelLaunch.h"
 #include "../core/Exception.h"
 #include "../core/Stream.h"
+#include "../python/Gil.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
@@ -19,27 +20,6 @@ namespace py = pybind11;
 namespace torch_mydev {
 
 namespace {
-
-bool interpreterFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
-
-// Whether this thread holds the GIL: the thread state holding it is this
-// thread's own. (Python 3.11 keeps the holder's state in a global, read on any
-// thread; PyGILState_Check answers 1 on any thread once a subinterpreter
-// exists.)
-bool holdsGil() {
-#if PY_VERSION_HEX >= 0x030D0000
-  PyThreadState* holder = PyThreadState_GetUnchecked();
-#else
-  PyThreadState* holder = _PyThreadState_UncheckedGet();
-#endif
-  return holder != nullptr && holder == PyGILState_GetThisThreadState();
-}
 
 // Python kernels launched and not yet released, on every stream.
 std::atomic<int64_t> queued_python_kernels{0};
@@ -70,7 +50,7 @@ struct QueuedPythonKernel {
 thread_local PyThreadState* gil_released_for_host_wait = nullptr;
 
 void releaseGilForHostWait() {
-  if (queued_python_kernels.load() > 0 && Py_IsInitialized() && !interpreterFinalizing() && holdsGil()) {
+  if (queued_python_kernels.load() > 0 && holdsGil() && !interpreterFinalizing()) {
     gil_released_for_host_wait = PyEval_SaveThread();
   }
 }
