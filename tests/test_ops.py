@@ -8,6 +8,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
 from torch.testing._internal.common_utils import (
     DeterministicGuard,
@@ -644,6 +645,27 @@ class TestMydevOps(TestCase):
         self.assertEqual(first.cpu(), second.cpu(), atol=0, rtol=0)
         self.assertNotEqual(first.cpu(), F.scaled_dot_product_attention(q, q, q))
 
+
+    def test_attention_backend_selection_follows_the_cpu(self, device):
+        # sdpa_kernel restricts mydev's choice as it restricts the CPU's: the fused kernel answers to FLASH_ATTENTION,
+        # which refuses dropout; a selection nothing enabled can run raises the CPU's error.
+        q = torch.randn(1, 2, 6, 8)
+        for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.MATH, SDPBackend.EFFICIENT_ATTENTION):
+            for dropout_p in (0.0, 0.5):
+                outcomes = []
+                for on in ("cpu", device):
+                    try:
+                        with sdpa_kernel(backend), warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            torch.manual_seed(0)
+                            out = F.scaled_dot_product_attention(q.to(on), q.to(on), q.to(on), dropout_p=dropout_p)
+                        outcomes.append(out.shape)
+                    except RuntimeError as error:
+                        outcomes.append(str(error).splitlines()[0])
+                self.assertEqual(outcomes[0], outcomes[1], msg=f"{backend} with dropout {dropout_p}")
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            self.assertEqual(F.scaled_dot_product_attention(q.to(device), q.to(device), q.to(device)).cpu(),
+                             F.scaled_dot_product_attention(q, q, q), atol=0, rtol=0)
     def test_in_place_results_are_not_broadcast_to_a_new_shape(self, device):
         small, large = torch.zeros(4, 4, dtype=torch.bool), torch.ones(1, 4, 4, dtype=torch.bool)
         with self.assertRaisesRegex(RuntimeError, r"output with shape \[4, 4\] doesn't match the broadcast shape"):
