@@ -62,6 +62,20 @@ class TestDeviceSelection(TestCase):
         torch.mydev.set_device(-1)  # as torch.cuda.set_device: a negative index changes nothing
         self.assertEqual(torch.mydev.current_device(), 1)
 
+    def test_device_context_restores_the_entry_device_as_torch_cuda(self):
+        # torch.cuda.device's exit makes the entry device current again whatever the block set; None means the
+        # current device, a negative index changes nothing, and a torch.mydev.device names its index.
+        torch.mydev.set_device(1)
+        for entered in (1, None):
+            with torch.mydev.device(entered):
+                torch.mydev.set_device(0)
+            self.assertEqual(torch.mydev.current_device(), 1)
+        with torch.mydev.device(-2):
+            self.assertEqual(torch.mydev.current_device(), 1)
+        torch.mydev.synchronize(torch.mydev.device(0))
+        self.assertEqual(torch.mydev.get_device_properties(torch.mydev.device(0)).name,
+                         torch.mydev.get_device_properties(0).name)
+
     def test_device_of_tensor(self):
         on_one = torch.ones(2, device="mydev:1")
         with torch.mydev.device_of(on_one):
@@ -201,12 +215,14 @@ class TestAutoloadAndLazyInit(TestCase):
             import torch
             torch.manual_seed(0)
             saved = torch.tensor([7] + [0] * 15, dtype=torch.uint8)  # seed 7, offset 0, in CUDA's layout
-            torch.mydev.set_rng_state(saved)
+            torch.mydev.set_rng_state(saved)  # the current device, resolved when the call runs: no start here
+            torch.mydev._set_rng_state_offset(0)
+            print(torch.mydev.is_initialized())
             print(torch.mydev.initial_seed(), torch.mydev.get_rng_state().tolist() == saved.tolist())
             """
         )
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(result.stdout.split(), ["7", "True"])
+        self.assertEqual(result.stdout.split(), ["False", "7", "True"])
 
 
 class TestFork(TestCase):

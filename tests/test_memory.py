@@ -173,6 +173,7 @@ class TestCachingAllocator(TestCase):
                             for segment in segments for block in segment["blocks"]))
         with self.assertRaisesRegex(ValueError, "no memory pools"):
             torch.mydev.memory_snapshot(mempool_id=(0, 1))
+        self.assertEqual(torch.mydev.memory_snapshot(include_traces=False), segments)
         self.assertEqual(torch.mydev.get_allocator_backend(), "native")
         del x
 
@@ -221,7 +222,7 @@ class TestCachingAllocator(TestCase):
         again = torch.empty(200 * MiB, dtype=torch.uint8, device="mydev:1")
         self.assertEqual(again.numel(), 200 * MiB)
         del again
-        with self.assertRaisesRegex(RuntimeError, "Invalid fraction value: 1.5"):
+        with self.assertRaisesRegex(ValueError, "Invalid fraction value: 1.5"):
             torch.mydev.set_per_process_memory_fraction(1.5)
         with self.assertRaisesRegex(TypeError, "must be `float`"):
             torch.mydev.set_per_process_memory_fraction(1)
@@ -235,6 +236,13 @@ class TestCachingAllocator(TestCase):
         self.assertEqual(torch.mydev.memory_allocated(1), baseline)
         with self.assertRaisesRegex(RuntimeError, "invalid device pointer"):
             torch.mydev.caching_allocator_delete(address)
+        # Where torch.cuda takes a stream's handle as an int, mydev takes its stream_id.
+        for stream_id in (0, side.stream_id):
+            address = torch.mydev.caching_allocator_alloc(MiB, 1, stream_id)
+            self.assertEqual(torch.mydev.memory_allocated(1) - baseline, MiB)
+            torch.mydev.caching_allocator_delete(address)
+        with self.assertRaisesRegex(TypeError, "Invalid type for stream argument"):
+            torch.mydev.caching_allocator_alloc(MiB, 1, "side")
 
     def test_nested_statistics_match_the_flat_ones(self):
         x = torch.empty(5000, device="mydev")

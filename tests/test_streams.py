@@ -2,6 +2,7 @@
 ran, events order and time it, errors raised by a kernel surface at the next
 synchronization and leave the device usable."""
 import threading
+import time
 
 import torch
 from torch.testing._internal.common_utils import run_tests, TestCase
@@ -58,6 +59,36 @@ class TestStreamApi(TestCase):
             self.assertEqual(torch.mydev.current_device(), 1)
             self.assertEqual(torch.ones(2, device="mydev").device, torch.device("mydev:1"))
         self.assertEqual(torch.mydev.current_device(), 0)
+
+    def test_stream_context_restores_both_devices_streams(self):
+        # As torch.cuda.StreamContext: the entry device's current stream comes back too, even where the block set
+        # another one on it.
+        on_one, on_zero = torch.mydev.Stream(1), torch.mydev.Stream(0)
+        with torch.mydev.stream(on_one):
+            torch.mydev.set_stream(on_zero)
+        self.assertEqual(torch.mydev.current_device(), 0)
+        self.assertEqual(torch.mydev.current_stream(0), torch.mydev.default_stream(0))
+        self.assertEqual(torch.mydev.current_stream(1), torch.mydev.default_stream(1))
+
+    def test_negative_stream_device_means_the_current_device(self):
+        torch.mydev.set_device(1)
+        try:
+            self.assertEqual(torch.mydev.Stream(-1).device_index, 1)
+        finally:
+            torch.mydev.set_device(0)
+
+    def test_event_query_reports_a_failed_kernel_once(self):
+        # cudaEventQuery returns the failure of work before the event; Stream.query does on mydev too.
+        x = torch.ones(4, device="mydev")
+        with torch.mydev.inject_fault("aten::mul"):
+            x * 2
+        event = torch.mydev.Event()
+        event.record()
+        with self.assertRaisesRegex(RuntimeError, "aten::mul.Tensor' failed"):
+            while not event.query():
+                time.sleep(0.001)
+        self.assertTrue(event.query())
+        torch.mydev.synchronize()
 
 
 class TestAsynchronousExecution(TestCase):

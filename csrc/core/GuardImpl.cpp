@@ -97,6 +97,11 @@ class MydevGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       return false;
     }
     MYDEV_CHECK(status);
+    // The recorded work is done. A kernel failure before the event is raised
+    // here, once, as cudaEventQuery reports it: mydevEventQuery leaves failures
+    // to a synchronizing call, since the allocators poll events too, and the
+    // event's synchronize returns at once now.
+    MYDEV_CHECK(mydevEventSynchronize(static_cast<mydevEvent_t>(event)));
     return true;
   }
 

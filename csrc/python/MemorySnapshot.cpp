@@ -110,8 +110,15 @@ const char* blockState(const c10::CachingDeviceAllocator::BlockInfo& block) {
   return block.active ? "active_pending_free" : "inactive";
 }
 
-py::dict snapshot() {
-  const MemorySnapshot snapshot = memorySnapshot();
+// Without traces, device_traces holds an empty list per device, as
+// torch.cuda's lightweight snapshot does.
+py::dict snapshot(bool include_traces) {
+  MemorySnapshot snapshot = memorySnapshot();
+  if (!include_traces) {
+    for (auto& trace : snapshot.device_traces) {
+      trace.clear();
+    }
+  }
   Frames frames;
   for (const SegmentInfo& segment : snapshot.segments) {
     for (const auto& block : segment.blocks) {
@@ -187,7 +194,7 @@ py::dict snapshot() {
 void bindMemoryHistory(py::module_& m) {
   m.def("_record_memory_history", &recordMemoryHistory, py::arg("enabled"), py::arg("context"), py::arg("stacks"),
         py::arg("max_entries"), py::arg("clear_history"));
-  m.def("_memory_snapshot", &snapshot);
+  m.def("_memory_snapshot", &snapshot, py::arg("include_traces") = true);
 }
 
 }  // namespace torch_mydev

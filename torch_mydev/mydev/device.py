@@ -6,13 +6,15 @@ from torch_mydev.mydev.lazy_init import _lazy_init
 
 
 def _get_device_index(device, optional=False):
-    """Index of a mydev device given as an int, a string or a torch.device; None means current."""
+    """Index of a mydev device given as an int, a string, a torch.device or a torch.mydev.device; None means current."""
     if isinstance(device, str):
         device = torch.device(device)
     if isinstance(device, torch.device):
         if device.type != "mydev":
             raise ValueError(f"Expected a mydev device, but got: {device}")
         device = device.index
+    elif isinstance(device, _DeviceContext):
+        device = device.idx
     if device is None:
         if not optional:
             raise ValueError("Expected a mydev device index, got None")
@@ -48,14 +50,17 @@ def set_device(device):
 
 
 class device:
-    """Context manager that changes the current mydev device (None or -1: no change)."""
+    """Context manager that makes a mydev device current and the previous one current again on exit.
+
+    None means the current device; a negative index changes nothing, as in torch.cuda."""
 
     def __init__(self, device):
-        self.idx = -1 if device is None else _get_device_index(device, optional=True)
+        self.idx = _get_device_index(device, optional=True)
         self.prev_idx = -1
 
     def __enter__(self):
-        if self.idx == -1:
+        if self.idx < 0:
+            self.prev_idx = -1
             return
         _lazy_init()
         self.prev_idx = _C._current_device()
@@ -63,16 +68,21 @@ class device:
             _C._set_device(self.idx)
 
     def __exit__(self, exc_type, exc_value, traceback):
-        if self.idx != -1 and self.prev_idx != self.idx:
+        # The block may have changed the device itself (set_device): the
+        # previous one comes back whatever it did.
+        if self.prev_idx >= 0 and _C._current_device() != self.prev_idx:
             _C._set_device(self.prev_idx)
         return False
+
+
+_DeviceContext = device
 
 
 class device_of(device):
     """Context manager that makes the device of a tensor current (no-op for non-mydev tensors)."""
 
     def __init__(self, obj):
-        super().__init__(obj.get_device() if obj.device.type == "mydev" else None)
+        super().__init__(obj.get_device() if obj.device.type == "mydev" else -1)
 
 
 def synchronize(device=None):

@@ -7,12 +7,13 @@ import sys
 import warnings
 
 import torch
+from torch._utils import _augment_memory_snapshot_stack_traces
 
 from torch_mydev import _C
 from torch_mydev.mydev.device import _get_device_index
 from torch_mydev.mydev.device import device as _device_context
 from torch_mydev.mydev.lazy_init import _lazy_init, is_initialized
-from torch_mydev.mydev.streams import current_stream
+from torch_mydev.mydev.streams import Stream, current_stream
 from torch_mydev.mydev.streams import stream as _stream_context
 
 
@@ -111,6 +112,8 @@ def set_per_process_memory_fraction(fraction, device=None):
     Allocations beyond the cap raise torch.OutOfMemoryError, as on CUDA."""
     if not isinstance(fraction, float):
         raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
     _C._set_memory_fraction(fraction, _index(device))
 
 
@@ -122,9 +125,17 @@ def get_per_process_memory_fraction(device=None):
 def caching_allocator_alloc(size, device=None, stream=None):
     """Raw device memory from the caching allocator, as an integer address; free with caching_allocator_delete.
 
-    The block belongs to `stream` (default: the device's current stream), like any tensor allocated there."""
+    The block belongs to `stream` (default: the device's current stream), like any tensor allocated there. Where
+    torch.cuda takes a stream's handle as an int, mydev takes its stream_id on the device (0: the default stream)."""
     index = _index(device)
-    with _device_context(index), _stream_context(stream if stream is not None else current_stream(index)):
+    if stream is None:
+        stream = current_stream(index)
+    elif isinstance(stream, int) and not isinstance(stream, bool):
+        stream = Stream(stream_id=stream, device_index=index, device_type=current_stream(index).device_type)
+    if not isinstance(stream, torch.Stream):
+        raise TypeError("Invalid type for stream argument, must be `torch.mydev.Stream` or `int` representing the "
+                        "stream_id of an existing stream")
+    with _device_context(index), _stream_context(stream):
         return _C._caching_allocator_alloc(size)
 
 
@@ -246,24 +257,29 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
     _C._record_memory_history(enabled, context, stacks, max_entries, clear_history)
 
 
-def _snapshot(device=None):
+def _snapshot(device=None, augment_with_fx_traces=False):
     """The allocator's state and history: {"segments", "device_traces", "allocator_settings"}, in
     the format torch.cuda.memory._snapshot documents, which torch.cuda._memory_viz and
-    pytorch.org/memory_viz read. Covers every device (device is accepted for torch.cuda's signature)."""
+    pytorch.org/memory_viz read. Covers every device (device is accepted for torch.cuda's signature).
+    augment_with_fx_traces adds to frames of torch.compile's generated code the FX node they came from."""
     _check_device(device)
-    return _C._memory_snapshot()
+    snapshot = _C._memory_snapshot()
+    if augment_with_fx_traces:
+        snapshot = _augment_memory_snapshot_stack_traces(snapshot)
+    return snapshot
 
 
-def memory_snapshot(mempool_id=None):
+def memory_snapshot(mempool_id=None, include_traces=True):
     """The segments of every device's caching allocator, as torch.cuda.memory_snapshot: _snapshot()["segments"].
 
-    mydev has no memory pools, so mempool_id must be None."""
+    mydev has no memory pools, so mempool_id must be None. include_traces=False leaves out the history (the
+    device_traces), as torch.cuda's lightweight snapshot does."""
     if mempool_id is not None:
         raise ValueError("mydev has no memory pools: memory_snapshot takes mempool_id=None")
-    return _snapshot()["segments"]
+    return _C._memory_snapshot(include_traces)["segments"]
 
 
-def _dump_snapshot(filename="dump_snapshot.pickle"):
+def _dump_snapshot(filename="dump_snapshot.pickle", augment_with_fx_traces=False):
     """Pickles _snapshot() to filename, for pytorch.org/memory_viz."""
     with open(filename, "wb") as file:
-        pickle.dump(_snapshot(), file)
+        pickle.dump(_snapshot(augment_with_fx_traces=augment_with_fx_traces), file)

@@ -14,6 +14,20 @@ def _default_generator(index):
     return _C._default_generator(index)
 
 
+def _index_when_run(device):
+    """The index a queued call acts on: None for the current device, which the call resolves when it runs (as
+    torch.cuda does), so that queuing it neither starts the device nor fails in a forked child."""
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device) and device.type == "mydev" and device.index is None:
+        return None
+    return _get_device_index(device, optional=True)
+
+
+def _generator_when_run(index):
+    return _default_generator(_C._current_device() if index is None else index)
+
+
 def get_rng_state(device="mydev"):
     """The RNG state of a device as a ByteTensor (on the CPU)."""
     return _default_generator(_get_device_index(device, optional=True)).get_state()
@@ -24,9 +38,9 @@ def get_rng_state_all():
 
 
 def set_rng_state(new_state, device="mydev"):
-    index = _get_device_index(device, optional=True)
+    index = _index_when_run(device)
     state = new_state.clone(memory_format=torch.contiguous_format)
-    _lazy_call(lambda: _default_generator(index).set_state(state))
+    _lazy_call(lambda: _generator_when_run(index).set_state(state))
 
 
 def set_rng_state_all(new_states):
@@ -40,9 +54,9 @@ def _get_rng_state_offset(device="mydev"):
 
 
 def _set_rng_state_offset(offset, device="mydev"):
-    index = _get_device_index(device, optional=True)
+    index = _index_when_run(device)
     offset = int(offset)
-    _lazy_call(lambda: _default_generator(index).set_offset(offset))
+    _lazy_call(lambda: _generator_when_run(index).set_offset(offset))
 
 
 def manual_seed(seed):
@@ -50,7 +64,7 @@ def manual_seed(seed):
     seed = int(seed)
 
     def seed_current():
-        _default_generator(_C._current_device()).manual_seed(seed)
+        _generator_when_run(None).manual_seed(seed)
 
     _lazy_call(seed_current, seed=True)
 
@@ -68,7 +82,7 @@ def manual_seed_all(seed):
 
 def seed():
     """Seeds the current device's generator with a non-deterministic random number."""
-    _lazy_call(lambda: _default_generator(_C._current_device()).seed(), seed=True)
+    _lazy_call(lambda: _generator_when_run(None).seed(), seed=True)
 
 
 def seed_all():

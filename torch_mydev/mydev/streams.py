@@ -11,6 +11,7 @@ from torch_mydev.mydev.lazy_init import _lazy_init
 class Stream(torch.Stream):
     """A mydev stream: an ordered queue of work run asynchronously by its own worker.
 
+    ``device``: None or a negative index means the current device, as in torch.cuda.
     ``priority`` follows CUDA: 0 is normal, a negative value is high priority.
     """
 
@@ -19,6 +20,8 @@ class Stream(torch.Stream):
         if "stream_id" in kwargs:
             return super().__new__(cls, priority=priority, **kwargs)
         index = _get_device_index(device, optional=True)
+        if index < 0:
+            index = _C._current_device()
         return super().__new__(cls, torch.device("mydev", index), priority=priority)
 
     @property
@@ -92,29 +95,31 @@ def set_stream(stream):
 
 
 class StreamContext:
-    """Context manager that makes a stream current on its device (and that device current)."""
+    """Context manager that makes a stream current on its device (and that device current).
+
+    On exit, as torch.cuda's: the stream's device gets back its previous current stream, then the device current on
+    entry becomes current again with its own previous stream, whatever the block set meanwhile."""
 
     def __init__(self, stream):
         self.stream = stream
-        self.previous_stream = None
-        self.previous_device = None
+        self.source_stream = None
+        self.destination_stream = None
 
     def __enter__(self):
         if self.stream is None:
             return
         _lazy_init()
-        self.previous_device = torch.accelerator.current_device_index()
-        if self.stream.device_index != self.previous_device:
-            torch.accelerator.set_device_index(self.stream.device_index)
-        self.previous_stream = torch.accelerator.current_stream(self.stream.device_index)
+        self.source_stream = torch.accelerator.current_stream()
+        if self.stream.device_index != self.source_stream.device_index:
+            self.destination_stream = torch.accelerator.current_stream(self.stream.device_index)
         torch.accelerator.set_stream(self.stream)
 
     def __exit__(self, exc_type, exc_value, traceback):
         if self.stream is None:
             return False
-        torch.accelerator.set_stream(self.previous_stream)
-        if self.stream.device_index != self.previous_device:
-            torch.accelerator.set_device_index(self.previous_device)
+        if self.destination_stream is not None:
+            torch.accelerator.set_stream(self.destination_stream)
+        torch.accelerator.set_stream(self.source_stream)
         return False
 
 
