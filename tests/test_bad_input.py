@@ -129,6 +129,23 @@ class TestBadInputRaisesAtTheCall(TestCase):
         with self.assertRaisesRegex(NotImplementedError, "\"fused_dropout\" not implemented for 'ComplexFloat'"):
             F.dropout(torch.ones(6, dtype=torch.cfloat, device=device), 0.5)
 
+    def test_dropout_cases_follow_cuda_order(self, device):
+        # native_dropout_cuda: out of training a copy and an all-true mask, p = 1 zeros, an empty input a copy, all
+        # before its dtype dispatch, which takes floating dtypes only; its backward takes boolean masks only.
+        complex_input = torch.ones(2, dtype=torch.cfloat, device=device)
+        out, mask = torch.native_dropout(complex_input, 0.5, False)
+        self.assertEqual(out.cpu(), complex_input.cpu())
+        self.assertEqual(mask.cpu(), torch.ones(2, dtype=torch.bool))
+        self.assertEqual(torch.native_dropout(complex_input, 1.0, True)[0].cpu(), torch.zeros(2, dtype=torch.cfloat))
+        empty = torch.empty(0, 3, device=device)
+        out, mask = torch.native_dropout(empty, 0.5, True)
+        self.assertIsNot(out, empty)
+        self.assertEqual((out.shape, mask.dtype), (empty.shape, torch.bool))
+        with self.assertRaisesRegex(NotImplementedError, "\"fused_dropout\" not implemented for 'Long'"):
+            F.dropout(torch.arange(4, device=device), 0.5, training=True)
+        with self.assertRaisesRegex(RuntimeError, "Mask should be Bool Scalar Type"):
+            torch.ops.aten.native_dropout_backward(torch.ones(2, device=device), torch.ones(2, device=device), 2.0)
+
 
 class TestFirstLaunchOfASignature(TestCase):
     """Each check runs in a fresh process, where no signature is known yet."""

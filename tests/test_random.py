@@ -7,6 +7,7 @@ samplers are checked for reproducibility and for their distributions. Bad
 arguments raise at the call like the CPU."""
 import math
 import time
+import warnings
 
 import torch
 from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
@@ -218,7 +219,7 @@ class TestMydevRandom(TestCase):
         self.assertEqual(torch.mydev.get_rng_state(), default_state)
         torch.mydev.manual_seed(9)
         self.assertEqual(drawn.cpu(), torch.randn(200, device=device).cpu())
-        with self.assertRaisesRegex(RuntimeError, "Expected a mydev generator"):
+        with self.assertRaisesRegex(RuntimeError, "Expected a 'mydev' device type for generator but found 'cpu'"):
             torch.rand(3, device=device, generator=torch.Generator())
 
     def test_graph_safe_state_is_shared(self, device):
@@ -342,6 +343,42 @@ class TestMydevRandom(TestCase):
         with self.assertRaisesRegex(RuntimeError, "kernel 'aten::normal.Tensor_Tensor' failed.*std >= 0"):
             samples.cpu()
         self.assertEqual(torch.ones(2, device=device).sum().item(), 2.0)
+
+    def test_normal_refuses_host_parameters_as_cuda_does(self, device):
+        # normal is no TensorIterator operator: CUDA's wrapper refuses a host tensor, a 0-dim one included (mydev
+        # used to return a host tensor of uninitialised memory for a 0-dim host mean).
+        for mean, std in ((torch.tensor(0.0), torch.ones(3, device=device)),
+                          (torch.zeros(3, device=device), torch.tensor(1.0))):
+            with self.assertRaisesRegex(RuntimeError, "Expected all tensors to be on the same device"):
+                torch.normal(mean, std)
+        with self.assertRaisesRegex(RuntimeError, "Expected all tensors to be on the same device"):
+            torch.normal(torch.tensor(0.0), 1.0, out=torch.empty(3, device=device))
+
+    @dtypes(torch.half, torch.bfloat16)
+    def test_reduced_precision_exponential_draws_are_never_zero(self, device, dtype):
+        # CUDA keeps each draw at least eps / 2 / lambda in the output's precision, so that -log(x) (gumbel_softmax's
+        # noise) stays finite; sampling in double and rounding gave 0 about once in 3e7 half draws.
+        torch.mydev.manual_seed(0)
+        for lambd in (1.0, 4.0):
+            draws = torch.empty(1 << 22, dtype=dtype, device=device).exponential_(lambd).cpu().double()
+            bound = torch.finfo(dtype).eps / 2 / lambd
+            self.assertGreaterEqual(draws.min().item(), torch.tensor(bound, dtype=dtype).item())
+            self.assertAlmostEqual(draws.mean().item(), 1 / lambd, delta=0.02 / lambd)
+
+    def test_seed_only_state_as_cuda_accepts_it(self, device):
+        generator = torch.Generator(device=device)
+        generator.set_state(torch.tensor([7, 0, 0, 0, 0, 0, 0, 0], dtype=torch.uint8))
+        self.assertEqual((generator.initial_seed(), generator.get_offset()), (7, 0))
+        with self.assertRaisesRegex(RuntimeError, "RNG state is wrong size"):
+            generator.set_state(torch.zeros(12, dtype=torch.uint8))
+
+    def test_bernoulli_out_takes_the_shape_of_its_probabilities_silently(self, device):
+        out = torch.empty(2, device=device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            torch.bernoulli(torch.full((6,), 0.5, device=device), out=out)
+        self.assertEqual(out.shape, (6,))
+        self.assertTrue(set(out.cpu().tolist()) <= {0.0, 1.0})
 
 
 instantiate_device_type_tests(TestMydevRandom, globals(), only_for="mydev")

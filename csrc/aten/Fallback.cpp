@@ -131,7 +131,7 @@ c10::DeviceIndex operatorDevice(const c10::FunctionSchema& schema, c10::ArrayRef
     const bool accepts_host_tensors = isOptionalTensorList(schema.arguments()[i].type());
     forEachTensor(args[i], [&](const at::Tensor& tensor) {
       if (written) {
-        device.addWritten(tensor);
+        device.addOnDevice(tensor);
       } else {
         device.add(tensor, accepts_host_tensors);
       }

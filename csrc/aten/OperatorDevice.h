@@ -23,9 +23,10 @@ class OperatorDevice {
     addChecked(tensor, host_accepted);
   }
 
-  // A tensor the operator writes (an out= or in-place argument): it must be on
-  // the device, even a 0-dim one.
-  void addWritten(const at::Tensor& tensor) {
+  // A tensor that must be on the device, even a 0-dim one: one the operator
+  // writes (an out= or in-place argument), or any argument of an operator
+  // whose CUDA wrapper checks every device (not a TensorIterator operator).
+  void addOnDevice(const at::Tensor& tensor) {
     if (tensor.defined()) {
       addChecked(tensor, /*host_accepted=*/false);
     }

@@ -62,14 +62,18 @@ c10::intrusive_ptr<c10::TensorImpl> MydevGeneratorImpl::get_state() const {
 
 void MydevGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
   at::detail::check_rng_state(new_state);
-  TORCH_CHECK(static_cast<size_t>(new_state.numel()) == kStateBytes,
-              "RNG state is wrong size: a mydev generator's state is 16 bytes, (seed, offset) as CUDA's; got ",
-              new_state.numel(), " bytes");
+  // As CUDA's, a state of the seed alone sets the offset to 0.
+  const auto size = static_cast<size_t>(new_state.numel());
+  TORCH_CHECK(size == kStateBytes || size == sizeof(uint64_t),
+              "RNG state is wrong size: a mydev generator's state is 16 bytes, (seed, offset) as CUDA's, or 8 bytes "
+              "of seed; got ", size, " bytes");
   uint64_t seed = 0;
   uint64_t offset = 0;
   const auto* bytes = new_state.data_dtype_initialized<uint8_t>();
   std::memcpy(&seed, bytes, sizeof(uint64_t));
-  std::memcpy(&offset, bytes + sizeof(uint64_t), sizeof(uint64_t));
+  if (size == kStateBytes) {
+    std::memcpy(&offset, bytes + sizeof(uint64_t), sizeof(uint64_t));
+  }
   TORCH_CHECK(offset % 4 == 0, "RNG state's offset must be a multiple of 4; got ", offset);
   state_->seed = seed;
   state_->offset = offset;
@@ -119,8 +123,9 @@ PhiloxLaunch reservePhilox(const std::optional<at::Generator>& generator, c10::D
   const at::Generator& chosen =
       generator.has_value() && generator->defined() ? *generator : defaultGenerator(device);
   auto* impl = dynamic_cast<MydevGeneratorImpl*>(chosen.unsafeGetGeneratorImpl());
-  TORCH_CHECK(impl != nullptr, "Expected a mydev generator for an operation on mydev:", static_cast<int>(device),
-              ", but got a generator of device ", chosen.device());
+  // ATen's check_generator message, which tests match.
+  TORCH_CHECK(impl != nullptr, "Expected a '", c10::DeviceType::PrivateUse1, "' device type for generator but found '",
+              chosen.device().type(), "'");
   std::lock_guard<std::mutex> lock(impl->mutex_);
   return impl->reserve(increment);
 }

@@ -2,17 +2,20 @@
 // kernel draws the mask from the CPU generator; run through the generic
 // fallback it would ignore torch.mydev.manual_seed. This kernel follows
 // ATen's CPU formula with mydev operators, so the mask comes from bernoulli_
-// on the device generator (Philox, in launch order). Complex inputs are
-// refused as CUDA's fused kernel refuses them (F.dropout on the CPU takes
-// another path, whose bernoulli_ refuses them too): the formula would
-// silently accept them. p = 1 returns zeros and an all-false mask without
-// drawing, as CUDA's kernel does: the formula would multiply by a scale of
-// zero (NaN where the input is infinite) and spend Philox offsets.
+// on the device generator (Philox, in launch order).
+//
+// The cases around the formula are CUDA's, in its order: out of training a
+// copy and an all-true mask; p = 1 zeros and an all-false mask, drawing
+// nothing (the formula would multiply by a scale of zero, NaN where the input
+// is infinite); an empty input a copy; then only floating dtypes, refused
+// with the name of CUDA's kernel (the formula would accept integers and
+// complex numbers, or fail casting).
 //
 // native_dropout_backward is ATen's CPU formula with mydev operators too: its
 // fallback path would size the result with the Python Meta decomposition that
 // torch._meta_registrations installs (~0.3 ms of host time per call, against
-// two native multiplications).
+// two native multiplications). Its mask must be boolean, as on CUDA (the CPU
+// takes any mask).
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/ones_like.h>
@@ -26,26 +29,30 @@ namespace {
 using at::Tensor;
 
 std::tuple<Tensor, Tensor> nativeDropout(const Tensor& input, double p, std::optional<bool> train) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!input.is_complex(), "\"fused_dropout\" not implemented for '", input.scalar_type(),
-                              "'");
-  if (input.numel() == 0) {
-    return {input, at::empty_like(input)};
-  }
+  const auto mask_options = input.options().dtype(at::kBool);
   if (train.has_value() && !*train) {
-    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+    return {input.clone(), at::ones_like(input, mask_options)};
   }
   if (p == 1) {
-    return {at::zeros_like(input), at::zeros_like(input, input.options().dtype(at::kBool))};
+    return {at::zeros_like(input), at::zeros_like(input, mask_options)};
   }
+  if (input.numel() == 0) {
+    return {input.clone(), at::empty_like(input, mask_options)};
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()), "\"fused_dropout\" not implemented for '",
+                              input.scalar_type(), "'");
   const double keep = 1. - p;
   const double scale = 1. / keep;
-  Tensor mask = at::empty_like(input, input.options().dtype(at::kBool));
+  Tensor mask = at::empty_like(input, mask_options);
   mask.bernoulli_(keep);
   Tensor output = input.mul(mask).mul_(scale);
   return {output, mask};
 }
 
-Tensor nativeDropoutBackward(const Tensor& grad, const Tensor& mask, double scale) { return grad * mask * scale; }
+Tensor nativeDropoutBackward(const Tensor& grad, const Tensor& mask, double scale) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
+  return grad * mask * scale;
+}
 
 }  // namespace
 

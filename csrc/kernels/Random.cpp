@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace torch_mydev::native {
 
@@ -110,6 +111,13 @@ Tensor& bernoulliTensor(Tensor& self, const Tensor& p_anywhere, OptionalGenerato
   return self;
 }
 
+// As the CPU's bernoulli.out, `out` takes self's shape silently (a structured
+// out= would warn about resizing it).
+Tensor& bernoulliOut(const Tensor& self, OptionalGenerator generator, Tensor& out) {
+  out.resize_(self.sizes());
+  return bernoulliTensor(out, self, std::move(generator));
+}
+
 Tensor& randomFull(Tensor& self, OptionalGenerator generator) {
   return sampleInPlace("aten::random_", self, generator, [](Tensor& self, const Generator& engine) {
     templates::random_impl<cpu::RandomKernel, Rng>(self, engine);
@@ -128,9 +136,23 @@ Tensor& randomFrom(Tensor& self, int64_t from, std::optional<int64_t> to, Option
   });
 }
 
+// CUDA's transformation keeps every draw at least eps / 2 / lambd, eps the
+// output dtype's. The CPU's samples in double and rounds, so a half or
+// bfloat16 draw is 0 about once in 3e7 (and gumbel_softmax's -log of it
+// infinite); in float and double the bound moves draws of probability eps / 2.
+template <typename Reduced>
+double exponentialLowerBound(double lambd) {
+  return static_cast<double>(std::numeric_limits<Reduced>::epsilon()) / 2 / lambd;
+}
+
 Tensor& exponential(Tensor& self, double lambd, OptionalGenerator generator) {
   return sampleInPlace("aten::exponential_", self, generator, [lambd](Tensor& self, const Generator& engine) {
     templates::exponential_impl_<cpu::ExponentialKernel, Rng>(self, lambd, engine);
+    if (self.scalar_type() == at::kHalf) {
+      self.clamp_min_(exponentialLowerBound<at::Half>(lambd));
+    } else if (self.scalar_type() == at::kBFloat16) {
+      self.clamp_min_(exponentialLowerBound<at::BFloat16>(lambd));
+    }
   });
 }
 
@@ -168,6 +190,11 @@ at::DimVector normalShape(const Parameters&... parameters) {
 template <typename Sample, typename Shape, typename... Parameters>
 Tensor normalWithTensors(const char* name, const OptionalGenerator& generator, Sample sample, Shape shape,
                          Tensor out, const Parameters&... parameters) {
+  // CUDA's wrapper of normal refuses a host tensor, a 0-dim one included.
+  OperatorDevice devices;
+  (devices.addOnDevice(parameters), ...);
+  devices.addOnDevice(out);
+  devices.resolve(name);
   NativeCall call(name, parameters..., out);
   const Tensor& first = std::get<0>(std::tie(parameters...));
   Tensor probe = hostProbe(out.defined() ? out : first);
@@ -366,6 +393,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal_", TORCH_FN(normalInPlace));
   m.impl("bernoulli_.float", TORCH_FN(bernoulliFloat));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulliTensor));
+  m.impl("bernoulli.out", TORCH_FN(bernoulliOut));
   m.impl("random_", TORCH_FN(randomFull));
   m.impl("random_.to", TORCH_FN(randomTo));
   m.impl("random_.from", TORCH_FN(randomFrom));
