@@ -183,6 +183,24 @@ class TestCompile(TestCase):
         torch.manual_seed(11)
         self.assertEqual(result, function(x).cpu())
 
+    def test_synchronize_and_streams_of_torch_mydev_stay_in_the_graph(self, device):
+        # As Dynamo keeps torch.cuda.synchronize, current_stream and stream blocks in the graph.
+        side = torch.mydev.Stream(device=device)
+
+        def function(a):
+            b = a.sin()
+            torch.mydev.synchronize()
+            with torch.mydev.stream(side):
+                c = b * 2
+            torch.mydev.current_stream().wait_stream(side)
+            return c + 1
+
+        x = torch.randn(64, device=device)
+        torch._dynamo.reset()
+        result = torch.compile(function, fullgraph=True)(x)
+        self.assertEqual(result.cpu(), x.cpu().sin() * 2 + 1)
+        self.assertEqual(torch.mydev.current_stream(), torch.mydev.default_stream())
+
     def test_compiled_and_eager_kernels_share_a_side_stream(self, device):
         compiled = torch.compile(lambda a: (a * 2).sin() + 1)
         weights = torch.randn(512, 512, device=device)

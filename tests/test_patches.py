@@ -9,6 +9,7 @@ import torch
 import torch._inductor.codegen.common as codegen_common
 import torch._inductor.codegen.cpp_utils as cpp_utils
 import torch._inductor.kernel.mm_common as mm_common
+import torch._inductor.lowering as lowering
 import torch._inductor.scheduler as scheduler
 import torch._inductor.utils as inductor_utils
 from torch._inductor.compile_fx import compile_fx  # noqa: F401  (importing it registers mydev with Inductor)
@@ -57,6 +58,55 @@ class TestInductorPatches(TestCase):
         ), mock.patch.object(inductor_utils, "get_current_backend", original):
             with self.assertRaises(Exception):
                 compiles(lambda a: a + torch.arange(a.shape[1], device=a.device), x)
+
+    def test_argmax_over_several_dims_of_a_permuted_input_gives_the_logical_index(self):
+        x = torch.randn(4, 6)
+        x[0, 1] = 10  # logical index 4 of x.t(), position 1 in memory
+        for reduce in (torch.argmax, torch.argmin):
+            for source in (x, -x):
+                self.assertEqual(compiles(lambda a: reduce(a.t()), source.to("mydev")).item(), reduce(source.t()).item())
+
+    def test_argmax_patch_is_still_needed(self):
+        x = torch.zeros(4, 6)
+        x[0, 1] = 1
+        patched = {key: lowering.lowerings[key] for key in (torch.ops.aten.argmax, torch.ops.aten.argmax.default)}
+        with mock.patch.dict(lowering.lowerings, {key: fn.original for key, fn in patched.items()}):
+            self.assertEqual(compiles(lambda a: a.t().argmax(), x.to("mydev")).item(), 1)  # memory order, not 4
+
+    def test_a_node_without_a_device_flushes_the_kernels_before_it(self):
+        def synchronized(a):
+            b = a * 2
+            torch.accelerator.synchronize()
+            return b + 1
+
+        self.assertEqual(compiles(synchronized, torch.ones(4, device="mydev")).cpu(), torch.full((4,), 3.0))
+
+    def test_flush_patch_is_still_needed(self):
+        def synchronized(a):
+            b = a * 2
+            torch.accelerator.synchronize()
+            return b + 1
+
+        original = scheduler.Scheduler.codegen_extern_call.original
+        with mock.patch.object(scheduler.Scheduler, "codegen_extern_call", original):
+            with self.assertRaises(UnboundLocalError):
+                compiles(synchronized, torch.ones(4, device="mydev"))
+
+    def test_stream_blocks_of_compiled_functions_are_guarded(self):
+        side = torch.Stream(device="mydev")
+
+        def on_side_stream(a):
+            with side:
+                b = a * 2
+            torch.accelerator.current_stream().wait_stream(side)
+            return b + 1
+
+        self.assertEqual(compiles(on_side_stream, torch.ones(4, device="mydev")).cpu(), torch.full((4,), 3.0))
+        original = scheduler.device_need_guard.original
+        self.assertFalse(original("mydev"))  # still needed while Inductor guards GPUs only
+        with mock.patch.object(scheduler, "device_need_guard", original):
+            with self.assertRaisesRegex(NameError, "stream1"):
+                compiles(on_side_stream, torch.ones(4, device="mydev"))
 
     def test_device_to_aten_names_mydev(self):
         self.assertEqual(cpp_utils.DEVICE_TO_ATEN["mydev"], "at::kPrivateUse1")

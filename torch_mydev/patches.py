@@ -112,6 +112,23 @@ def patch_inductor_for_mydev():
        ``Linear``). It is imported by name into three modules, so each binding is replaced.
     3. ``cpp_utils.DEVICE_TO_ATEN`` has no entry for a PrivateUse1 device: the C++ wrapper names mydev's device type
        ``at::kPrivateUse1`` when it allocates.
+    4. ``argmax``/``argmin`` over several dims of a non-contiguous input: the reduction lowering computes the logical
+       index only for Triton and for "cpu" with the C++ backend, so mydev's C++ kernel returned the position in
+       memory order (``x.t().argmax()`` gave 1 where eager gives 4). Such an input is made contiguous first, which
+       gives the logical index at the cost of a copy.
+
+    And one gap of Inductor's for any device whose kernels the C++ code generator holds back until a flush:
+
+    5. A node without a device (``torch.accelerator.synchronize()``, an event's record or synchronize) is emitted
+       without flushing the kernels held before it, so they merge with the kernels after it into one function placed
+       after the node, past inputs already freed (``UnboundLocalError`` for the freed input, or a synchronization
+       before the kernel it was meant to wait for). Triton's scheduling emits each kernel at once, so CUDA never
+       meets this; the patch flushes before such a node.
+    6. ``device_need_guard`` is true only for GPU device types, and only inside a device guard does the Python wrapper
+       declare the stream variables that a ``with stream:`` block of a compiled function switches to: for mydev the
+       generated code raised ``NameError: name 'stream1' is not defined``. mydev's Python wrapper takes the guard
+       (``torch.mydev.device``, as ``torch.cuda.device`` for CUDA); the C++ wrapper has no mydev guard type and goes
+       on without it.
     """
     if not patches_apply():
         _skip_patch("Inductor", "torch", torch.__version__, PATCHED_TORCH)
@@ -119,8 +136,10 @@ def patch_inductor_for_mydev():
     import torch._inductor.codegen.common as codegen_common
     import torch._inductor.codegen.cpp_utils as cpp_utils
     import torch._inductor.kernel.mm_common as mm_common
+    import torch._inductor.lowering as lowering
     import torch._inductor.scheduler as scheduler
     import torch._inductor.utils as inductor_utils
+    from torch._inductor import ir
 
     from torch_mydev.inductor import config as mydev_config
 
@@ -151,6 +170,39 @@ def patch_inductor_for_mydev():
         module.get_current_backend = get_current_backend
 
     cpp_utils.DEVICE_TO_ATEN["mydev"] = "at::kPrivateUse1"
+
+    def in_logical_order(original):
+        def argreduce(x, *args, **kwargs):
+            dim = args[0] if args else kwargs.get("dim")
+            device = x.get_device()
+            if (dim is None and len(x.get_size()) > 1 and device is not None and device.type == "mydev"
+                    and mydev_config.codegen == "cpp"):
+                x = ir.ExternKernel.require_contiguous(x)
+            return original(x, *args, **kwargs)
+
+        return _replacing(original, argreduce)
+
+    for op in (torch.ops.aten.argmax, torch.ops.aten.argmin):
+        for key in (op, op.default):
+            lowering.lowerings[key] = in_logical_order(lowering.lowerings[key])
+
+    original_extern_call = scheduler.Scheduler.codegen_extern_call
+
+    def codegen_extern_call(self, scheduler_node):
+        if scheduler_node.get_device() is None:
+            self.flush()
+        return original_extern_call(self, scheduler_node)
+
+    scheduler.Scheduler.codegen_extern_call = _replacing(original_extern_call, codegen_extern_call)
+
+    original_need_guard = scheduler.device_need_guard
+
+    def device_need_guard(device_type):
+        from torch._inductor.virtualized import V
+
+        return original_need_guard(device_type) or (device_type == "mydev" and not V.graph.cpp_wrapper)
+
+    scheduler.device_need_guard = _replacing(original_need_guard, device_need_guard)
 
 
 def patch_dlpack_for_mydev():

@@ -87,6 +87,11 @@ class device_of(device):
 
 def synchronize(device=None):
     """Waits for all work on every stream of a mydev device; raises a pending kernel error."""
+    if torch.compiler.is_compiling():
+        # Dynamo puts torch.accelerator.synchronize in the graph, as it does torch.cuda.synchronize; it would break
+        # the graph at the C calls below. (Its handler takes no None.)
+        torch.accelerator.synchronize(*([] if device is None else [device]))
+        return
     _lazy_init()
     _C._synchronize(_get_device_index(device, optional=True))
 

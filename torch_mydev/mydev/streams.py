@@ -76,6 +76,9 @@ def _wrap(stream):
 
 def current_stream(device=None):
     """The current stream of a mydev device for this thread."""
+    if torch.compiler.is_compiling():
+        # Traced as torch.accelerator.current_stream (a torch.Stream), as Dynamo traces torch.cuda.current_stream.
+        return torch.accelerator.current_stream(*([] if device is None else [device]))
     _lazy_init()
     return _wrap(torch.accelerator.current_stream(_get_device_index(device, optional=True)))
 
@@ -125,6 +128,9 @@ class StreamContext:
 
 def stream(stream):
     """``with torch.mydev.stream(s):`` runs the block's work on ``s``."""
+    if torch.compiler.is_compiling() and stream is not None:
+        # Dynamo traces a torch.Stream's own context (the stream and its device current inside), not this class.
+        return stream
     return StreamContext(stream)
 
 
