@@ -1,8 +1,9 @@
 """The device operations Inductor splices into generated wrapper code for mydev (``DeviceOpOverrides``).
 
-The C++ code generator's kernels need none of them: they are launched on the current stream of their tensors'
-device. Inductor's GPU-style wrapper, used for Triton kernels, guards the device and fetches a raw stream for each
-launch; mydev answers with its own ``torch.mydev`` calls."""
+The Python wrapper guards the graph's device (``device_guard``, ``set_device``) and names its current stream, for
+``with stream:`` blocks; the C++ code generator's kernels need no more, being launched on the current stream of their
+tensors' device. Triton kernels also fetch a raw stream for each launch. mydev answers with its own ``torch.mydev``
+calls."""
 from textwrap import dedent
 
 from torch._inductor.codegen.common import DeviceOpOverrides
@@ -24,10 +25,11 @@ class MydevDeviceOpOverrides(DeviceOpOverrides):
         return "torch.mydev.synchronize()"
 
     def device_guard(self, device_idx):
-        return f"torch.mydev.device({device_idx})"
+        return f"torch.mydev._DeviceGuard({device_idx})"
 
     def current_stream(self):
-        return "torch.mydev.current_stream()"
+        # The generic torch.Stream: 0.7 us per compiled call, where torch.mydev.current_stream() takes 4 us.
+        return "torch.accelerator.current_stream()"
 
     def cpp_kernel_type(self):
         return "void*"

@@ -6,6 +6,7 @@ import signal
 import unittest
 
 import torch
+import torch_mydev
 from torch.testing._internal.common_utils import run_tests, TestCase
 
 from helpers import run_python
@@ -174,6 +175,14 @@ class TestCachingAllocator(TestCase):
         with self.assertRaisesRegex(ValueError, "no memory pools"):
             torch.mydev.memory_snapshot(mempool_id=(0, 1))
         self.assertEqual(torch.mydev.memory_snapshot(include_traces=False), segments)
+        # Without traces the history is left out, as torch.cuda's lightweight snapshot leaves it out.
+        torch.mydev.memory._record_memory_history("all")
+        try:
+            torch.empty(MiB, dtype=torch.uint8, device="mydev")
+            self.assertTrue(torch_mydev._C._memory_snapshot(True)["device_traces"][0])
+            self.assertEqual(torch_mydev._C._memory_snapshot(False)["device_traces"], [[], []])
+        finally:
+            torch.mydev.memory._record_memory_history(None)
         self.assertEqual(torch.mydev.get_allocator_backend(), "native")
         del x
 

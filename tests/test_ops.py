@@ -645,7 +645,6 @@ class TestMydevOps(TestCase):
         self.assertEqual(first.cpu(), second.cpu(), atol=0, rtol=0)
         self.assertNotEqual(first.cpu(), F.scaled_dot_product_attention(q, q, q))
 
-
     def test_attention_backend_selection_follows_the_cpu(self, device):
         # sdpa_kernel restricts mydev's choice as it restricts the CPU's: the fused kernel answers to FLASH_ATTENTION,
         # which refuses dropout; a selection nothing enabled can run raises the CPU's error.
@@ -666,6 +665,7 @@ class TestMydevOps(TestCase):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             self.assertEqual(F.scaled_dot_product_attention(q.to(device), q.to(device), q.to(device)).cpu(),
                              F.scaled_dot_product_attention(q, q, q), atol=0, rtol=0)
+
     def test_in_place_results_are_not_broadcast_to_a_new_shape(self, device):
         small, large = torch.zeros(4, 4, dtype=torch.bool), torch.ones(1, 4, 4, dtype=torch.bool)
         with self.assertRaisesRegex(RuntimeError, r"output with shape \[4, 4\] doesn't match the broadcast shape"):

@@ -2,6 +2,7 @@
 A test of the second kind fails when torch changes the behaviour that the patch works around; the patch (and the
 test) can then go."""
 import inspect
+import itertools
 import unittest
 from unittest import mock
 
@@ -13,6 +14,7 @@ import torch._inductor.lowering as lowering
 import torch._inductor.scheduler as scheduler
 import torch._inductor.utils as inductor_utils
 from torch._inductor.compile_fx import compile_fx  # noqa: F401  (importing it registers mydev with Inductor)
+from torch._inductor.utils import run_and_get_code
 from torch.testing._internal.common_utils import run_tests, TestCase
 
 from helpers import run_python
@@ -64,7 +66,8 @@ class TestInductorPatches(TestCase):
         x[0, 1] = 10  # logical index 4 of x.t(), position 1 in memory
         for reduce in (torch.argmax, torch.argmin):
             for source in (x, -x):
-                self.assertEqual(compiles(lambda a: reduce(a.t()), source.to("mydev")).item(), reduce(source.t()).item())
+                compiled = compiles(lambda a: reduce(a.t()), source.to("mydev"))
+                self.assertEqual(compiled.item(), reduce(source.t()).item())
 
     def test_argmax_patch_is_still_needed(self):
         x = torch.zeros(4, 6)
@@ -107,6 +110,33 @@ class TestInductorPatches(TestCase):
         with mock.patch.object(scheduler, "device_need_guard", original):
             with self.assertRaisesRegex(NameError, "stream1"):
                 compiles(on_side_stream, torch.ones(4, device="mydev"))
+
+    def test_a_stream_blocks_kernels_run_inside_it(self):
+        side = torch.Stream(device="mydev")
+
+        def with_a_side_block(a):
+            b = a.sin()
+            with side:
+                c = a.cos() * 2
+            torch.accelerator.current_stream().wait_stream(side)
+            return b + c
+
+        def kernels_in_the_side_block():
+            torch._dynamo.reset()
+            with torch._inductor.config.patch(force_disable_caches=True):
+                result, (code,) = run_and_get_code(torch.compile(with_a_side_block), x)
+            self.assertEqual(result.cpu(), x.cpu().sin() + x.cpu().cos() * 2)
+            lines = code[code.index("with stream1:"):].splitlines()
+            indent = len(lines[1]) - len(lines[1].lstrip())
+            block = [line for line in itertools.takewhile(lambda line: line.startswith(" " * indent), lines[1:])]
+            return [line.strip() for line in block if "cpp_fused" in line]
+
+        x = torch.randn(16, device="mydev")
+        self.assertEqual(len(kernels_in_the_side_block()), 1)
+        enter, leave = scheduler.Scheduler.generate_stream_ctx_enter, scheduler.Scheduler.generate_stream_ctx_exit
+        with mock.patch.object(scheduler.Scheduler, "generate_stream_ctx_enter", enter.original), \
+                mock.patch.object(scheduler.Scheduler, "generate_stream_ctx_exit", leave.original):
+            self.assertEqual(kernels_in_the_side_block(), [])  # still needed: the block's kernel left its stream
 
     def test_device_to_aten_names_mydev(self):
         self.assertEqual(cpp_utils.DEVICE_TO_ATEN["mydev"], "at::kPrivateUse1")

@@ -354,16 +354,20 @@ class TestMydevRandom(TestCase):
         with self.assertRaisesRegex(RuntimeError, "Expected all tensors to be on the same device"):
             torch.normal(torch.tensor(0.0), 1.0, out=torch.empty(3, device=device))
 
-    @dtypes(torch.half, torch.bfloat16)
-    def test_reduced_precision_exponential_draws_are_never_zero(self, device, dtype):
-        # CUDA keeps each draw at least eps / 2 / lambda in the output's precision, so that -log(x) (gumbel_softmax's
-        # noise) stays finite; sampling in double and rounding gave 0 about once in 3e7 half draws.
+    @dtypes(torch.half, torch.bfloat16, torch.float32, torch.float64)
+    def test_exponential_draws_keep_cudas_lower_bound(self, device, dtype):
+        # CUDA keeps each draw at least eps / 2 / lambda before rounding, eps that of the type it computes in (float,
+        # double for double): a half draw at lambda 1 is never 0, so -log(x) (gumbel_softmax's noise) stays finite;
+        # sampling in double and rounding gave 0 about once in 3e7 half draws.
+        compute_eps = torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
         torch.mydev.manual_seed(0)
         for lambd in (1.0, 4.0):
             draws = torch.empty(1 << 22, dtype=dtype, device=device).exponential_(lambd).cpu().double()
-            bound = torch.finfo(dtype).eps / 2 / lambd
-            self.assertGreaterEqual(draws.min().item(), torch.tensor(bound, dtype=dtype).item())
+            bound = torch.tensor(compute_eps / 2 / lambd, dtype=dtype).double().item()
+            self.assertGreaterEqual(draws.min().item(), bound)
+            self.assertLess((draws == bound).double().mean().item(), 1e-5)  # the bound moves only the rare tail
             self.assertAlmostEqual(draws.mean().item(), 1 / lambd, delta=0.02 / lambd)
+        self.assertGreater(torch.empty(1 << 22, dtype=dtype, device=device).exponential_().min().item(), 0)
 
     def test_seed_only_state_as_cuda_accepts_it(self, device):
         generator = torch.Generator(device=device)

@@ -127,8 +127,11 @@ def patch_inductor_for_mydev():
     6. ``device_need_guard`` is true only for GPU device types, and only inside a device guard does the Python wrapper
        declare the stream variables that a ``with stream:`` block of a compiled function switches to: for mydev the
        generated code raised ``NameError: name 'stream1' is not defined``. mydev's Python wrapper takes the guard
-       (``torch.mydev.device``, as ``torch.cuda.device`` for CUDA); the C++ wrapper has no mydev guard type and goes
-       on without it.
+       (``torch.mydev._DeviceGuard``, as ``torch.cuda._DeviceGuard`` for CUDA); the C++ wrapper has no mydev guard
+       type and goes on without it.
+    7. For the same reason as 5, entering or leaving a stream context emits no held kernel first: a block's kernels
+       merged with the kernels after it, on the stream after the block (the block's output buffer allocated for
+       ``stream1``, written on the default stream). The patch flushes before each stream switch.
     """
     if not patches_apply():
         _skip_patch("Inductor", "torch", torch.__version__, PATCHED_TORCH)
@@ -203,6 +206,16 @@ def patch_inductor_for_mydev():
         return original_need_guard(device_type) or (device_type == "mydev" and not V.graph.cpp_wrapper)
 
     scheduler.device_need_guard = _replacing(original_need_guard, device_need_guard)
+
+    def flushed_first(original):
+        def switch(self, *args, **kwargs):
+            self.flush()
+            return original(self, *args, **kwargs)
+
+        return _replacing(original, switch)
+
+    scheduler.Scheduler.generate_stream_ctx_enter = flushed_first(scheduler.Scheduler.generate_stream_ctx_enter)
+    scheduler.Scheduler.generate_stream_ctx_exit = flushed_first(scheduler.Scheduler.generate_stream_ctx_exit)
 
 
 def patch_dlpack_for_mydev():

@@ -9,7 +9,6 @@
 // draws from mydev's generator.
 #include "NativeCall.h"
 
-#include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/native/transformers/attention.h>
@@ -29,24 +28,17 @@ namespace {
 
 using at::Tensor;
 
+// The CPU's choice honours torch.nn.attention.sdpa_kernel, raising where no
+// enabled backend can run the inputs, and takes the math path for dropout and
+// for a mask that needs a gradient, which its flash kernel refuses.
 int64_t chooseAttention(const Tensor& query, const Tensor& key, const Tensor& value,
                         const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
                         std::optional<double> scale, bool enable_gqa) {
-  // The CPU's choice honours torch.nn.attention.sdpa_kernel and refuses flash
-  // for dropout, raising where no enabled backend can run the inputs.
   const int64_t cpu_choice = at::native::_fused_sdp_choice_stub(c10::DeviceType::CPU, query, key, value, attn_mask,
                                                                 dropout_p, is_causal, scale, enable_gqa);
-  if (cpu_choice != static_cast<int64_t>(at::SDPBackend::flash_attention)) {
-    return cpu_choice;
-  }
-  const bool mask_needs_grad = attn_mask.has_value() && attn_mask->defined() && attn_mask->requires_grad();
-  if (!mask_needs_grad) {
-    return static_cast<int64_t>(at::SDPBackend::overrideable);
-  }
-  TORCH_CHECK(at::globalContext().userEnabledMathSDP(),
-              "scaled_dot_product_attention on mydev: the flash kernel computes no gradient for an attn_mask that "
-              "requires grad, and the math backend is disabled");
-  return static_cast<int64_t>(at::SDPBackend::math);
+  return cpu_choice == static_cast<int64_t>(at::SDPBackend::flash_attention)
+      ? static_cast<int64_t>(at::SDPBackend::overrideable)
+      : cpu_choice;
 }
 
 // The layout the Meta kernel gives the output (torch/_meta_registrations.py, alloc_with_matching_layout): the

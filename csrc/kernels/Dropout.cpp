@@ -7,9 +7,9 @@
 // The cases around the formula are CUDA's, in its order: out of training a
 // copy and an all-true mask; p = 1 zeros and an all-false mask, drawing
 // nothing (the formula would multiply by a scale of zero, NaN where the input
-// is infinite); an empty input a copy; then only floating dtypes, refused
-// with the name of CUDA's kernel (the formula would accept integers and
-// complex numbers, or fail casting).
+// is infinite); an empty input a copy; then only CUDA's dtypes (float,
+// double, half, bfloat16), others refused with the name of CUDA's kernel (the
+// formula would accept integers and complex numbers, or fail casting float8).
 //
 // native_dropout_backward is ATen's CPU formula with mydev operators too: its
 // fallback path would size the result with the Python Meta decomposition that
@@ -39,8 +39,10 @@ std::tuple<Tensor, Tensor> nativeDropout(const Tensor& input, double p, std::opt
   if (input.numel() == 0) {
     return {input.clone(), at::empty_like(input, mask_options)};
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()), "\"fused_dropout\" not implemented for '",
-                              input.scalar_type(), "'");
+  const auto dtype = input.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf || dtype == at::kBFloat16,
+      "\"fused_dropout\" not implemented for '", dtype, "'");
   const double keep = 1. - p;
   const double scale = 1. / keep;
   Tensor mask = at::empty_like(input, mask_options);

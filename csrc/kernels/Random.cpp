@@ -136,23 +136,18 @@ Tensor& randomFrom(Tensor& self, int64_t from, std::optional<int64_t> to, Option
   });
 }
 
-// CUDA's transformation keeps every draw at least eps / 2 / lambd, eps the
-// output dtype's. The CPU's samples in double and rounds, so a half or
-// bfloat16 draw is 0 about once in 3e7 (and gumbel_softmax's -log of it
-// infinite); in float and double the bound moves draws of probability eps / 2.
-template <typename Reduced>
-double exponentialLowerBound(double lambd) {
-  return static_cast<double>(std::numeric_limits<Reduced>::epsilon()) / 2 / lambd;
-}
-
+// CUDA's transformation keeps every draw at least eps / 2 / lambd before it
+// rounds to the output dtype, eps that of the type it computes in (float for
+// half, bfloat16 and float; double for double). The CPU's samples in double
+// and rounds, so a half draw is 0 about once in 3e7 (and gumbel_softmax's
+// -log of it infinite); in the other dtypes the bound moves draws of
+// probability eps / 2.
 Tensor& exponential(Tensor& self, double lambd, OptionalGenerator generator) {
   return sampleInPlace("aten::exponential_", self, generator, [lambd](Tensor& self, const Generator& engine) {
     templates::exponential_impl_<cpu::ExponentialKernel, Rng>(self, lambd, engine);
-    if (self.scalar_type() == at::kHalf) {
-      self.clamp_min_(exponentialLowerBound<at::Half>(lambd));
-    } else if (self.scalar_type() == at::kBFloat16) {
-      self.clamp_min_(exponentialLowerBound<at::BFloat16>(lambd));
-    }
+    const double eps = self.scalar_type() == at::kDouble ? std::numeric_limits<double>::epsilon()
+                                                          : std::numeric_limits<float>::epsilon();
+    self.clamp_min_(eps / 2 / lambd);
   });
 }
 

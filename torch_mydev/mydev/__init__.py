@@ -5,6 +5,7 @@ from torch_mydev.mydev.amp import get_amp_supported_dtype
 from torch_mydev.mydev.debug import get_sync_debug_mode, inject_fault, set_sync_debug_mode
 
 from torch_mydev.mydev.device import (
+    _DeviceGuard,
     _get_device_index,
     current_device,
     device,

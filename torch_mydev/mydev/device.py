@@ -78,6 +78,26 @@ class device:
 _DeviceContext = device
 
 
+class _DeviceGuard:
+    """The device guard of Inductor's generated code, as torch.cuda._DeviceGuard: an index the graph's tensors are
+    on (so the device is initialized), without the argument handling of ``device``, which costs a compiled call
+    ~4 µs."""
+
+    def __init__(self, index):
+        self.idx = index
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = _C._current_device()
+        if self.prev_idx != self.idx:
+            _C._set_device(self.idx)
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if _C._current_device() != self.prev_idx:
+            _C._set_device(self.prev_idx)
+        return False
+
+
 class device_of(device):
     """Context manager that makes the device of a tensor current (no-op for non-mydev tensors)."""
 
