@@ -101,7 +101,7 @@ def run_after_import(module_name, callback):
 
 
 def patch_inductor_for_mydev():
-    """Inductor 2.13 takes "the C++ code generator" to mean "the CPU device" in two places; mydev's C++ kernels
+    """Inductor 2.13 takes "the C++ code generator" to mean "the CPU device" in several places; mydev's C++ kernels
     need the CPU's answer there (upstream RFC pytorch#189138: ask the scheduling, not the device type).
 
     1. ``BaseSchedulerNode.is_cpu()`` gates three Triton-only scheduler passes (loop index inversion, loop
@@ -117,7 +117,7 @@ def patch_inductor_for_mydev():
        memory order (``x.t().argmax()`` gave 1 where eager gives 4). Such an input is made contiguous first, which
        gives the logical index at the cost of a copy.
 
-    And one gap of Inductor's for any device whose kernels the C++ code generator holds back until a flush:
+    And where Inductor's C++ code generator serves a device with streams, which only mydev does:
 
     5. A node without a device (``torch.accelerator.synchronize()``, an event's record or synchronize) is emitted
        without flushing the kernels held before it, so they merge with the kernels after it into one function placed
