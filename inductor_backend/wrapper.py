@@ -8,7 +8,7 @@ Inductor's Python wrapper allocates buffers and calls kernels. Two things differ
 - The call of such a kernel is a plain call of that kernel object, which queues it on the current mydev stream.
 - A Triton kernel for mydev is launched with ``mydev_triton_launch(kernel, ...)`` (``triton_support``), which queues
   it on the current mydev stream, instead of Inductor's GPU launch ``kernel.run(..., stream=...)``.
-- A buffer's allocation names its device index (``device='mydev:1'``): Inductor guards the device only for GPUs.
+- A buffer's allocation names its device index (``device='mydev:1'``), not only the guard's device.
 
 Kernels of other devices in the same graph (a CPU kernel of a mixed graph) are left as Inductor writes them.
 """
@@ -44,10 +44,10 @@ class _MydevKernels:
     """What mydev changes in a Python wrapper: its C++ kernels' definitions and calls, and its buffers' device."""
 
     def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
-        # Inductor writes device='mydev' for a device type it does not know, and enters a device guard around a
-        # device's kernels only for GPUs (utils.device_need_guard), so a graph on mydev:1 would allocate its buffers
-        # on the current device. The index goes into the allocation instead; mydev's kernels run on their tensors'
-        # device (on its current stream), as its eager operators do.
+        # Inductor writes device='mydev' for a device type it does not know. The device guard that patches.py
+        # extends to mydev (device_need_guard) makes it the graph's device where the scheduler enters one; the
+        # index in the allocation does not depend on where that is. mydev's kernels run on their tensors' device
+        # (on its current stream), as its eager operators do.
         line = super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
         if device.type == "mydev" and device.index is not None:
             line = line.replace("device='mydev'", f"device='mydev:{device.index}'", 1)

@@ -218,8 +218,8 @@ class TestCompile(TestCase):
         self.assertEqual(final.cpu(), expected, atol=1e-3, rtol=1e-4)
 
     def test_a_graph_on_another_device_than_the_current_one(self, device):
-        # Inductor guards the device only for GPUs: the buffers must still be made on the graph's device, and
-        # training (whose backward graph runs on autograd's thread) too.
+        # The buffers must be made on the graph's device, not the current one, in training too (whose backward graph
+        # runs on autograd's thread).
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4))
         x = torch.randn(8, 16)

@@ -49,39 +49,10 @@ def set_device(device):
     _C._set_device(index)
 
 
-class device:
-    """Context manager that makes a mydev device current and the previous one current again on exit.
-
-    None means the current device; a negative index changes nothing, as in torch.cuda."""
-
-    def __init__(self, device):
-        self.idx = _get_device_index(device, optional=True)
-        self.prev_idx = -1
-
-    def __enter__(self):
-        if self.idx < 0:
-            self.prev_idx = -1
-            return
-        _lazy_init()
-        self.prev_idx = _C._current_device()
-        if self.prev_idx != self.idx:
-            _C._set_device(self.idx)
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        # The block may have changed the device itself (set_device): the
-        # previous one comes back whatever it did.
-        if self.prev_idx >= 0 and _C._current_device() != self.prev_idx:
-            _C._set_device(self.prev_idx)
-        return False
-
-
-_DeviceContext = device
-
-
 class _DeviceGuard:
     """The device guard of Inductor's generated code, as torch.cuda._DeviceGuard: an index the graph's tensors are
     on (so the device is initialized), without the argument handling of ``device``, which costs a compiled call
-    ~4 µs."""
+    ~4 µs. On exit the entry device is current again, whatever the block set (``set_device``)."""
 
     def __init__(self, index):
         self.idx = index
@@ -96,6 +67,30 @@ class _DeviceGuard:
         if _C._current_device() != self.prev_idx:
             _C._set_device(self.prev_idx)
         return False
+
+
+class device(_DeviceGuard):
+    """Context manager that makes a mydev device current and the previous one current again on exit.
+
+    None means the current device; a negative index changes nothing, as in torch.cuda."""
+
+    def __init__(self, device):
+        super().__init__(_get_device_index(device, optional=True))
+
+    def __enter__(self):
+        if self.idx < 0:
+            self.prev_idx = -1
+            return
+        _lazy_init()
+        super().__enter__()
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if self.prev_idx >= 0:
+            super().__exit__(exc_type, exc_value, traceback)
+        return False
+
+
+_DeviceContext = device
 
 
 class device_of(device):
