@@ -25,6 +25,9 @@ SYNCHRONIZING = {
     "copy_from_host": lambda x: torch.ones(3).to(x.device),
     "tolist": lambda x: x.tolist(),
     "bool_of_a_tensor": lambda x: bool(x[0] > 0),
+    # CUDA's stream synchronization reports (c10::cuda::stream_synchronize), unlike the device's and an event's.
+    "stream_synchronize": lambda x: torch.mydev.current_stream().synchronize(),
+    "torch_stream_synchronize": lambda x: torch.accelerator.current_stream().synchronize(),
 }
 
 # Asynchronous operations and waits the user asked for.
@@ -34,7 +37,6 @@ NOT_SYNCHRONIZING = {
     "device_to_device_copy": lambda x: x.to("mydev:1"),
     "non_blocking_copy_from_pinned_memory": lambda x: torch.ones(3).pin_memory().to(x.device, non_blocking=True),
     "explicit_synchronize": lambda x: torch.mydev.synchronize(),
-    "stream_synchronize": lambda x: torch.mydev.current_stream().synchronize(),
     "event_synchronize": lambda x: torch.mydev.Event().synchronize(),
 }
 
@@ -75,7 +77,7 @@ class TestSyncDebugMode(TestCase):
     def test_error_mode_raises_and_names_the_operation(self, name):
         x = device_values()
         torch.mydev.set_sync_debug_mode("error")
-        with self.assertRaisesRegex(RuntimeError, SYNC_MESSAGE + ": .*(copy|aten::)"):
+        with self.assertRaisesRegex(RuntimeError, SYNC_MESSAGE + ": .*(copy|aten::|Stream.synchronize)"):
             SYNCHRONIZING[name](x)
         torch.mydev.set_sync_debug_mode("default")
         SYNCHRONIZING[name](x)  # the same call is fine again
@@ -121,6 +123,54 @@ class TestInjectedFaults(TestCase):
         self.assertEqual(after.cpu(), torch.arange(6.0) + 1)
         self.assertEqual((x * 3).cpu(), torch.arange(6.0) * 3)  # the device stays usable
         del second
+
+    def test_a_failure_is_an_accelerator_error_with_the_runtime_code(self):
+        x = device_values()
+        with torch.mydev.inject_fault("aten::mul"):
+            x * 2
+        with self.assertRaisesRegex(torch.AcceleratorError, "aten::mul.Tensor' failed") as caught:
+            torch.mydev.synchronize()
+        self.assertGreater(caught.exception.error_code, 0)
+
+    def test_a_failure_reaches_the_stream_that_consumes_its_results(self):
+        # CUDA's errors are sticky: work on another stream that waited for a failed kernel cannot read its result
+        # without an error. Reported once: the producer's stream has nothing left to report afterwards.
+        x = device_values()
+        torch.mydev.synchronize()
+        side = torch.mydev.Stream()
+        side.wait_stream(torch.mydev.current_stream())
+        with torch.mydev.stream(side):
+            with torch.mydev.inject_fault("aten::mul"):
+                product = x * 2
+        torch.mydev.current_stream().wait_stream(side)
+        with self.assertRaisesRegex(torch.AcceleratorError, "aten::mul.Tensor' failed on mydev:0"):
+            (product + 1).cpu()
+        side.synchronize()
+        torch.mydev.synchronize()
+        self.assertEqual((x * 2).cpu(), torch.arange(6.0) * 2)
+
+    def test_a_failure_reaches_another_device_through_a_copy(self):
+        x = device_values()
+        torch.mydev.synchronize()
+        with torch.mydev.inject_fault("aten::mul"):
+            product = x * 2
+        with self.assertRaisesRegex(torch.AcceleratorError, "aten::mul.Tensor' failed on mydev:0"):
+            product.to("mydev:1").cpu()
+        torch.mydev.synchronize(0)
+        torch.mydev.synchronize(1)
+
+    def test_an_out_of_range_index_on_one_stream_is_not_silent_on_another(self):
+        values = torch.arange(16.0, device="mydev").view(4, 4)
+        index = torch.tensor([[0, 1, 2, 99]], device="mydev")
+        torch.mydev.synchronize()
+        side = torch.mydev.Stream()
+        side.wait_stream(torch.mydev.current_stream())
+        with torch.mydev.stream(side):
+            gathered = torch.gather(values, 0, index)
+        torch.mydev.current_stream().wait_stream(side)
+        with self.assertRaisesRegex(RuntimeError, "out of bounds"):
+            (gathered * 2).cpu()
+        torch.mydev.synchronize()
 
     def test_a_fault_outside_its_block_does_not_fire(self):
         x = device_values()

@@ -6,6 +6,7 @@
 #include "Exception.h"
 #include "KernelWarnings.h"
 #include "Stream.h"
+#include "SyncDebug.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -113,7 +114,12 @@ class MydevGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   bool queryStream(const c10::Stream& stream) const override { return MydevStream(stream).query(); }
 
-  void synchronizeStream(const c10::Stream& stream) const override { MydevStream(stream).synchronize(); }
+  // As CUDA's stream synchronization (c10::cuda::stream_synchronize), unlike
+  // its device and event synchronization, this wait reports in sync-debug mode.
+  void synchronizeStream(const c10::Stream& stream) const override {
+    reportHostWait("Stream.synchronize()");
+    MydevStream(stream).synchronize();
+  }
 
   void synchronizeEvent(void* event) const override {
     if (event != nullptr) {

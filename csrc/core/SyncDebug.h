@@ -1,8 +1,8 @@
 // Sync-debug mode, as torch.cuda.set_sync_debug_mode: a process-wide setting
 // that makes every operation which makes the host wait for the device warn or
 // raise, naming the operation (.item(), a blocking copy, an operator whose
-// output shape depends on the data, ...). Waits the user asked for
-// (torch.mydev.synchronize, Stream.synchronize, Event.synchronize) never do.
+// output shape depends on the data, ...). As on CUDA, a stream's
+// synchronization reports too, while the device's and an event's never do.
 #pragma once
 
 namespace torch_mydev {

@@ -148,10 +148,16 @@ mydevError_t mydevStreamWaitEvent(mydevStream_t handle, mydevEvent_t event) {
   if (mydevError_t error = check_event(api, event)) return error;
   auto capture = latest_capture(event);
   // A stream is already ordered after its own work.
-  if (capture == nullptr || capture->stream.get() == stream || capture->stream->is_complete(capture->seq)) {
+  if (capture == nullptr || capture->stream.get() == stream) return mydevSuccess;
+  if (capture->stream->is_complete(capture->seq)) {
+    capture->stream->pass_failure_to(*stream, capture->seq, stream->submitted());
     return mydevSuccess;
   }
-  stream->submit(runtime_work([capture = std::move(capture)] { capture->stream->wait_for_completion(capture->seq); }));
+  // A stream outlives its queued tasks (it drains them before it stops).
+  stream->submit(runtime_work([capture = std::move(capture), stream] {
+    capture->stream->wait_for_completion(capture->seq);
+    capture->stream->pass_failure_to(*stream, capture->seq, stream->running_seq());
+  }));
   return mydevSuccess;
 }
 

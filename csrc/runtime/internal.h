@@ -87,7 +87,9 @@ mydevError_t take_device_error(Device& device);
 // ---- streams (stream.cpp) ---------------------------------------------------
 // NULL means the current device's default stream.
 mydevError_t resolve_stream(const char* api, mydevStream_t handle, mydevStream** stream);
-// Returns mydevErrorLaunchFailure if a kernel queued at or before `seq` failed.
+// Returns mydevErrorLaunchFailure if a kernel queued at or before `seq` failed
+// (or one whose results the stream waited for). A failure is reported once:
+// the copies other streams got of it are dropped.
 mydevError_t take_stream_error(mydevStream& stream, uint64_t seq);
 // Adds a stream to its device's list so that device-wide waits see it.
 void register_stream(const std::shared_ptr<mydevStream>& stream);

@@ -320,6 +320,7 @@ void mydevStream::execute(const mydev::Task& task, const char* name, uint64_t se
   if (task.fault_kind == mydevFaultKernelHang) mydev::hang_until_removed(task.fault_id);
   const int64_t start_ns = task.activity != 0 ? mydev::activity_clock_ns() : 0;
   if (task.is_runtime_work) {
+    running_seq_ = seq;
     task.fn(task.args);
   } else {
     std::string failure;
@@ -335,22 +336,48 @@ void mydevStream::execute(const mydev::Task& task, const char* name, uint64_t se
   }
 }
 
+namespace {
+std::atomic<uint64_t> g_next_failure_id{1};
+}  // namespace
+
 void mydevStream::record_failure(uint64_t seq, std::string message) {
   std::lock_guard<std::mutex> lock(failure_mutex_);
   if (has_failure_.load(std::memory_order_relaxed)) return;
-  failure_seq_ = seq;
-  failure_ = std::move(message);
+  failure_ = Failure{seq, g_next_failure_id.fetch_add(1, std::memory_order_relaxed), id, std::move(message)};
   has_failure_.store(true, std::memory_order_release);
 }
 
-bool mydevStream::take_failure(uint64_t seq, std::string* message) {
+bool mydevStream::take_failure(uint64_t seq, Failure* failure) {
   if (!has_failure_.load(std::memory_order_acquire)) return false;
   std::lock_guard<std::mutex> lock(failure_mutex_);
-  if (!has_failure_.load(std::memory_order_relaxed) || failure_seq_ > seq) return false;
-  *message = std::move(failure_);
-  failure_.clear();
+  if (!has_failure_.load(std::memory_order_relaxed) || failure_.seq > seq) return false;
+  *failure = std::move(failure_);
+  failure_ = Failure{};
   has_failure_.store(false, std::memory_order_release);
   return true;
+}
+
+void mydevStream::drop_failure(uint64_t failure_id) {
+  if (!has_failure_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (!has_failure_.load(std::memory_order_relaxed) || failure_.id != failure_id) return;
+  failure_ = Failure{};
+  has_failure_.store(false, std::memory_order_release);
+}
+
+void mydevStream::pass_failure_to(mydevStream& waiter, uint64_t seq, uint64_t waiter_seq) {
+  if (!has_failure_.load(std::memory_order_acquire)) return;
+  Failure passed;
+  {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (!has_failure_.load(std::memory_order_relaxed) || failure_.seq > seq || failure_.origin == waiter.id) return;
+    passed = failure_;
+  }
+  passed.seq = waiter_seq;
+  std::lock_guard<std::mutex> lock(waiter.failure_mutex_);
+  if (waiter.has_failure_.load(std::memory_order_relaxed)) return;
+  waiter.failure_ = std::move(passed);
+  waiter.has_failure_.store(true, std::memory_order_release);
 }
 
 namespace mydev {
@@ -371,9 +398,13 @@ mydevError_t resolve_stream(const char* api, mydevStream_t handle, mydevStream**
 }
 
 mydevError_t take_stream_error(mydevStream& stream, uint64_t seq) {
-  std::string message;
-  if (!stream.take_failure(seq, &message)) return mydevSuccess;
-  return set_error(mydevErrorLaunchFailure, "%s", message.c_str());
+  mydevStream::Failure failure;
+  if (!stream.take_failure(seq, &failure)) return mydevSuccess;
+  for (const auto& owner : runtime().devices) {
+    std::lock_guard<std::mutex> lock(owner->streams_mutex);
+    for (const auto& other : owner->streams) other->drop_failure(failure.id);
+  }
+  return set_error(mydevErrorLaunchFailure, "%s", failure.message.c_str());
 }
 
 void register_stream(const std::shared_ptr<mydevStream>& stream) {

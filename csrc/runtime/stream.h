@@ -147,11 +147,30 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   // Drains the queue and joins the worker; the stream accepts no more work.
   void stop();
 
+  // A kernel failure, recorded for the task `seq` of the stream holding it.
+  // `id` names the failure itself: a copy passed to another stream keeps it,
+  // and `origin` the id of the stream whose kernel failed.
+  struct Failure {
+    uint64_t seq = 0;
+    uint64_t id = 0;
+    uint64_t origin = 0;
+    std::string message;
+  };
   // The first kernel failure not yet reported; a later one is dropped while
   // it is pending.
   void record_failure(uint64_t seq, std::string message);
   // Hands out (and clears) the pending failure if it came from a task <= seq.
-  bool take_failure(uint64_t seq, std::string* message);
+  bool take_failure(uint64_t seq, Failure* failure);
+  // Clears the pending failure if it is the failure `id`.
+  void drop_failure(uint64_t id);
+  // What `waiter` queues after waiting for this stream's tasks up to `seq`
+  // consumes their results, so a failure among them that is still pending
+  // becomes `waiter`'s too, as of its task `waiter_seq` (CUDA's errors are
+  // sticky: a consumer on another stream or device cannot miss one). Not
+  // when the failure came from `waiter` in the first place.
+  void pass_failure_to(mydevStream& waiter, uint64_t seq, uint64_t waiter_seq);
+  // Inside runtime work, on the worker: the sequence number of its task.
+  uint64_t running_seq() const { return running_seq_; }
 
   std::atomic<uint32_t> magic{mydev::kStreamMagic};
   const uint64_t id;  // unique in the process, names the stream in activity records
@@ -254,10 +273,12 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   std::mutex done_mutex_;
   std::condition_variable done_cv_;
 
+  // Written and read by the worker only.
+  uint64_t running_seq_ = 0;
+
   alignas(kCacheLine) std::mutex failure_mutex_;
   std::atomic<bool> has_failure_{false};
-  uint64_t failure_seq_ = 0;
-  std::string failure_;
+  Failure failure_;
 
   std::thread worker_;
 };
