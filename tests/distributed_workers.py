@@ -871,3 +871,58 @@ def split_groups(rank, world_size, init_file):
         assert_close(tensor.cpu(), torch.full((2,), float(sum(dist.get_process_group_ranks(mesh.get_group("tp"))))))
     finally:
         dist.destroy_process_group()
+
+
+def where_gloo_and_nccl_differ(rank, world_size, init_file):
+    """What mccl takes from NCCL where its transport (gloo) differs, and from gloo where NCCL refuses, on a world made
+    with mccl before the CPU's gloo and bound to a device (the order once made split_group crash)."""
+    import torch.distributed._functional_collectives as functional
+
+    torch.mydev.set_device(rank)
+    device = torch.device("mydev", rank)
+    dist.init_process_group("mydev:mccl,cpu:gloo", init_method=f"file://{init_file}", rank=rank,
+                            world_size=world_size, device_id=device)
+    try:
+        # Sparse: reduced through the group's gloo, in place as gloo does for CPU tensors.
+        sparse = torch.sparse_coo_tensor([[rank]], [float(rank + 1)], (4,)).to(device)
+        dist.all_reduce(sparse)
+        assert_close(sparse.to_dense().cpu(), torch.tensor([1.0, 2.0, 0.0, 0.0]))
+
+        # Coalesced all-gathers of several dtypes, which gloo packs into one buffer of the first dtype.
+        floats = torch.full((3,), float(rank + 1), device=device)
+        doubles = torch.full((2,), rank + 0.5, dtype=torch.float64, device=device)
+        gathered = functional.all_gather_into_tensor_coalesced([floats, doubles], dist.group.WORLD)
+        assert_close(gathered[0].cpu(), torch.tensor([1.0] * 3 + [2.0] * 3))
+        assert_close(gathered[1].cpu(), torch.tensor([0.5] * 2 + [1.5] * 2, dtype=torch.float64))
+
+        # float8, which gloo has no type for, moved as bytes as NCCL does.
+        eight = (torch.arange(4.0) + 4 * rank).to(torch.float8_e4m3fn).to(device)
+        output = torch.empty(8, dtype=torch.float8_e4m3fn, device=device)
+        dist.all_gather_into_tensor(output, eight)
+        assert_close(output.cpu().float(), torch.arange(8.0))
+        dist.broadcast(eight, src=1)
+        assert_close(eight.cpu().float(), torch.arange(4.0) + 4)
+
+        # reduce leaves the other ranks' tensors as they were (gloo reduces in every rank's buffer).
+        tensor = torch.full((3,), float(rank + 1), device=device)
+        dist.reduce(tensor, dst=1)
+        assert_close(tensor.cpu(), torch.full((3,), 3.0 if rank == 1 else 1.0))
+
+        whole = dist.split_group(split_ranks=[list(range(world_size))])
+        on_device = torch.full((2,), float(rank), device=device)
+        on_host = torch.full((2,), float(rank))
+        dist.all_reduce(on_device, group=whole)
+        dist.all_reduce(on_host, group=whole)
+        assert_close(on_device.cpu(), torch.full((2,), 1.0))
+        assert_close(on_host, torch.full((2,), 1.0))
+
+        # A group this rank is not in: torch asks NCCL's split of every parent rank.
+        others = dist.new_group([1])
+        if rank == 1:
+            ones = torch.ones(2, device=device)
+            dist.all_reduce(ones, group=others)
+            assert_close(ones.cpu(), torch.ones(2))
+        else:
+            assert others == dist.GroupMember.NON_GROUP_MEMBER
+    finally:
+        dist.destroy_process_group()

@@ -68,6 +68,9 @@ class TestCollectives(TestCase):
     def test_no_backend_means_mccl_for_mydev_and_gloo_for_the_cpu(self):
         run_ranks(distributed_workers.default_backends, 2)
 
+    def test_sparse_float8_mixed_dtypes_reduce_and_subgroups_where_gloo_and_nccl_differ(self):
+        run_ranks(distributed_workers.where_gloo_and_nccl_differ, 2)
+
 
 class TestDistributedDataParallel(TestCase):
     def test_ddp_matches_single_process_training(self):

@@ -331,16 +331,32 @@ def _patch_default_backend_type(distributed_c10d):
     UNDEFINED: ``pg.name()`` says "undefined" and ``destroy_process_group`` warns "No backend of type 0 found" on
     every rank. With "cpu:gloo,cuda:nccl" the accelerator's backend is the default; this patch makes mccl the
     default (type CUSTOM) in the same case. Upstream reworks the choice (pytorch#189193).
+
+    The same wrapper gives the world group's CPU gloo its global ranks. torch passes it none, and gloo's ``split``
+    then assumes ranks 0..size-1 only for the first gloo group a process creates: one created after mccl's private
+    gloo (``"mydev:mccl,cpu:gloo"``, and ``init_process_group()`` with no backend, which creates mccl first) read
+    past an empty list in ``split_group`` and in a DeviceMesh built with ``device_id=``, a segfault. NCCL creates
+    no gloo group, so CUDA never meets this.
     """
     original = distributed_c10d._new_process_group_helper
     parameters = inspect.signature(original)
 
     def _new_process_group_helper(*args, **kwargs):
         pg, prefix_store = original(*args, **kwargs)
-        backend = parameters.bind(*args, **kwargs).arguments["backend"]
-        if (isinstance(pg, distributed_c10d.ProcessGroup) and pg._get_backend_name() == "undefined"
-                and distributed_c10d.BackendConfig(backend).get_device_backend_map().get("mydev") == "mccl"):
+        arguments = parameters.bind(*args, **kwargs).arguments
+        if not isinstance(pg, distributed_c10d.ProcessGroup):
+            return pg, prefix_store
+        backends = distributed_c10d.BackendConfig(arguments["backend"]).get_device_backend_map()
+        if backends.get("mydev") != "mccl":
+            return pg, prefix_store
+        if pg._get_backend_name() == "undefined":
             pg._set_default_backend(distributed_c10d.ProcessGroup.BackendType.CUSTOM)
+        if not arguments["global_ranks_in_group"] and backends.get("cpu") == "gloo":
+            gloo = pg._get_backend(torch.device("cpu"))
+            while isinstance(gloo, distributed_c10d._ProcessGroupWrapper):  # TORCH_DISTRIBUTED_DEBUG=DETAIL
+                gloo = gloo.wrapped_pg
+            if isinstance(gloo, distributed_c10d.ProcessGroupGloo) and not gloo.options.global_ranks_in_group:
+                gloo.options.global_ranks_in_group = list(range(arguments["group_size"]))
         return pg, prefix_store
 
     distributed_c10d._new_process_group_helper = _replacing(original, _new_process_group_helper)

@@ -52,10 +52,10 @@ void checkWritable(const std::vector<at::Tensor>& outputs, const char* name) {
 // but for gather, which torch 2.13's gloo does not view as reals); it
 // refuses others only once its thread runs the collective, where the
 // refusal cannot be told from a failed transfer, which breaks the group.
-// Refused here, at the call, they leave the group usable. Sends and
-// receives move bytes, of any dtype.
+// Refused here, at the call, they leave the group usable. Sends, receives,
+// broadcasts and all_gather_into_tensor move bytes, of any dtype.
 void checkGlooDtypes(const std::vector<at::Tensor>& tensors, OpType type) {
-  if (c10d::isP2POp(type)) {
+  if (c10d::isP2POp(type) || type == OpType::BROADCAST || type == OpType::_ALLGATHER_BASE) {
     return;
   }
   for (const at::Tensor& tensor : tensors) {

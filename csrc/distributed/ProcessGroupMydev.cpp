@@ -51,6 +51,19 @@ std::vector<at::Tensor> flatViews(const std::vector<at::Tensor>& tensors) {
   return flat;
 }
 
+// The tensors' bytes, for collectives that only move data: gloo then moves
+// any dtype (float8 included, which it has no type for, as NCCL moves float8
+// as bytes), and the coalesced forms tensors of several dtypes (gloo packs a
+// coalesced call into one buffer of the first tensor's dtype).
+std::vector<at::Tensor> byteViews(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> bytes;
+  bytes.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    bytes.push_back(tensor.view(-1).view(at::kByte));
+  }
+  return bytes;
+}
+
 // Flat tensors back into lists of the given sizes.
 std::vector<std::vector<at::Tensor>> regroup(const std::vector<at::Tensor>& flat, const std::vector<size_t>& sizes) {
   std::vector<std::vector<at::Tensor>> lists;
@@ -287,7 +300,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::broadcast(std::vector<at::Tens
                                                             const c10d::BroadcastOptions& opts) {
   CallRecord record = describeCall({"broadcast", nullptr, opts.rootRank}, {{tensors, Agreed::kShapes}});
   return inPlace(OpType::BROADCAST, "mccl:broadcast", std::move(record), tensors, [this, opts](auto& host, auto&) {
-    return gloo_->broadcast(host, opts);
+    std::vector<at::Tensor> bytes = byteViews(host);
+    return gloo_->broadcast(bytes, opts);
   });
 }
 
@@ -317,7 +331,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::reduce(
   checkReduction("reduce", opts.reduceOp, tensors);
   return inPlace(OpType::REDUCE, "mccl:reduce", std::move(record), tensors,
                  [this, opts = withHostFactor(opts)](auto& host, auto&) {
-                   return gloo_->reduce(host, scaledForGloo(opts, host, /*in_place=*/true));
+                   // Gloo reduces in every rank's buffer; NCCL leaves the
+                   // other ranks' tensors as they were, so they lend gloo a copy.
+                   std::vector<at::Tensor> reduced = host;
+                   if (rank_ != opts.rootRank) {
+                     for (at::Tensor& tensor : reduced) tensor = tensor.clone();
+                   }
+                   return gloo_->reduce(reduced, scaledForGloo(opts, reduced, /*in_place=*/true));
                  });
 }
 
@@ -365,9 +385,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::_allgather_base(at::Tensor& ou
       describeCall({"all_gather_into_tensor"}, {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::_ALLGATHER_BASE, "mccl:all_gather_into_tensor", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
-                      std::vector<at::Tensor> flat_out = flatViews(host_out);
-                      std::vector<at::Tensor> flat_in = flatViews(host_in);
-                      return gloo_->_allgather_base(flat_out[0], flat_in[0], opts);
+                      std::vector<at::Tensor> out_bytes = byteViews(host_out);
+                      std::vector<at::Tensor> in_bytes = byteViews(host_in);
+                      return gloo_->_allgather_base(out_bytes[0], in_bytes[0], opts);
                     });
 }
 
@@ -378,9 +398,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::allgather_into_tensor_coalesce
                                   {{inputs, Agreed::kCounts}, {outputs, Agreed::kCounts}});
   return collective(OpType::COALESCED, "mccl:all_gather_into_tensor_coalesced", std::move(record), inputs, outputs,
                     [this, opts](auto& host_in, auto& host_out) {
-                      std::vector<at::Tensor> flat_out = flatViews(host_out);
-                      std::vector<at::Tensor> flat_in = flatViews(host_in);
-                      return gloo_->allgather_into_tensor_coalesced(flat_out, flat_in, opts);
+                      std::vector<at::Tensor> out_bytes = byteViews(host_out);
+                      std::vector<at::Tensor> in_bytes = byteViews(host_in);
+                      return gloo_->allgather_into_tensor_coalesced(out_bytes, in_bytes, opts);
                     });
 }
 
@@ -543,7 +563,11 @@ void bindDistributed(py::module_& m) {
              py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("check_collectives"),
              py::call_guard<py::gil_scoped_release>())
         // What split_group copies for the new group, as ProcessGroupNCCL.options.
-        .def_property_readonly("options", &ProcessGroupMydev::getBackendOptions);
+        .def_property_readonly("options", &ProcessGroupMydev::getBackendOptions)
+        // torch calls it on the ranks left out of a group split from a bound
+        // default group, for NCCL, whose split needs every parent rank. Gloo's
+        // split, which mccl's is, needs only the members.
+        .def("perform_nocolor_split", [](ProcessGroupMydev& /*group*/, const c10::Device& /*device*/) {});
   });
 }
 
