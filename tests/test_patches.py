@@ -262,6 +262,38 @@ class TestDistributedPatches(TestCase):
         self.assertEqual(self.default_backend_of("mccl"), ("custom", True))
         self.assertEqual(self.default_backend_of(None), ("gloo", True))
 
+    def cpu_gloo_ranks_beside_mccl_created_first(self):
+        """The global ranks the world's CPU gloo splits by, and what a split of the world sums, on 1 rank."""
+        import tempfile
+
+        import torch.distributed as dist
+
+        with tempfile.TemporaryDirectory() as folder:
+            dist.init_process_group("mydev:mccl,cpu:gloo", init_method=f"file://{folder}/init", rank=0, world_size=1,
+                                    device_id=torch.device("mydev", 0))
+            try:
+                ranks = dist.group.WORLD._get_backend(torch.device("cpu")).options.global_ranks_in_group
+                if not ranks:
+                    return ranks, None  # splitting would read past the empty list: a segfault
+                part = dist.split_group(split_ranks=[[0]])
+                tensor = torch.ones(2)
+                dist.all_reduce(tensor, group=part)
+                return ranks, tensor
+            finally:
+                dist.destroy_process_group()
+
+    def test_the_worlds_cpu_gloo_splits_beside_mccl_created_first(self):
+        ranks, summed = self.cpu_gloo_ranks_beside_mccl_created_first()
+        self.assertEqual(ranks, [0])
+        self.assertEqual(summed, torch.ones(2))
+
+    def test_cpu_gloo_ranks_patch_is_still_needed(self):
+        from torch.distributed import distributed_c10d
+
+        helper = distributed_c10d._new_process_group_helper
+        with mock.patch.object(distributed_c10d, "_new_process_group_helper", helper.original):
+            self.assertEqual(self.cpu_gloo_ranks_beside_mccl_created_first(), ([], None))
+
     def test_default_backend_type_patch_is_still_needed(self):
         from torch.distributed import distributed_c10d
 
