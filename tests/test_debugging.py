@@ -28,6 +28,8 @@ SYNCHRONIZING = {
     # CUDA's stream synchronization reports (c10::cuda::stream_synchronize), unlike the device's and an event's.
     "stream_synchronize": lambda x: torch.mydev.current_stream().synchronize(),
     "torch_stream_synchronize": lambda x: torch.accelerator.current_stream().synchronize(),
+    "multinomial_without_replacement": lambda x: torch.multinomial(x + 1, 2),
+    "histc": lambda x: torch.histc(x, bins=3),
 }
 
 # Asynchronous operations and waits the user asked for.
@@ -38,6 +40,13 @@ NOT_SYNCHRONIZING = {
     "non_blocking_copy_from_pinned_memory": lambda x: torch.ones(3).pin_memory().to(x.device, non_blocking=True),
     "explicit_synchronize": lambda x: torch.mydev.synchronize(),
     "event_synchronize": lambda x: torch.mydev.Event().synchronize(),
+    # mydev's own waits, where CUDA's host does not wait: a Meta kernel that cannot stand in for the CPU's, a check
+    # of the data made at the call as the CPU makes it.
+    "median": lambda x: x.median(),
+    "cummax": lambda x: torch.cummax(x, 0),
+    "searchsorted": lambda x: torch.searchsorted(x, x),
+    "fft": lambda x: torch.fft.rfft(x),
+    "multinomial_with_replacement": lambda x: torch.multinomial(x + 1, 4, replacement=True),
 }
 
 

@@ -1,5 +1,6 @@
 """Memory history and snapshots, as torch.cuda.memory has them: _record_memory_history, _snapshot, _dump_snapshot,
 in the format PyTorch's memory viewer reads (checked by feeding the snapshots to torch.cuda._memory_viz itself)."""
+import inspect
 import os
 import pickle
 import tempfile
@@ -114,8 +115,51 @@ class TestMemoryHistory(TestCase):
             allocate_in_a_named_function(size * 1024)
         trace = torch.mydev.memory._snapshot()["device_traces"][0]
         self.assertEqual(len(trace), 4)
-        self.assertEqual([(e["action"], e["size"]) for e in trace][-2:], [("free_requested", 5 * 1024),
-                                                                         ("free_completed", 5 * 1024)])
+        # Taking the snapshot is the newest action, as on CUDA.
+        self.assertEqual([(e["action"], e["size"]) for e in trace][-3:], [("free_requested", 5 * 1024),
+                                                                         ("free_completed", 5 * 1024),
+                                                                         ("snapshot", 0)])
+
+    def test_each_snapshot_is_an_action_sized_by_the_memory_allocated(self):
+        x = torch.empty(1 << 20, dtype=torch.uint8, device="mydev")
+        torch.mydev.memory._snapshot()
+        trace = torch.mydev.memory._snapshot()["device_traces"][0]
+        snapshots = [entry["size"] for entry in trace if entry["action"] == "snapshot"]
+        self.assertEqual(snapshots, [torch.mydev.memory_allocated(0)] * 2)
+        self.assertGreaterEqual(snapshots[0], 1 << 20)
+        del x
+
+    def test_skipped_actions_stay_out_of_the_trace(self):
+        torch.mydev.memory._record_memory_history("all", clear_history=True,
+                                                   skip_actions=["free_requested", "snapshot"])
+        allocate_in_a_named_function(2048)
+        actions = {entry["action"] for entry in torch.mydev.memory._snapshot()["device_traces"][0]}
+        self.assertIn("alloc", actions)
+        self.assertIn("free_completed", actions)
+        self.assertNotIn("free_requested", actions)
+        self.assertNotIn("snapshot", actions)
+        with self.assertRaisesRegex(ValueError, "unknown action 'frees' in skip_actions"):
+            torch.mydev.memory._record_memory_history("all", skip_actions=["frees"])
+
+    def test_the_legacy_boolean_form_keeps_torch_cudas_defaults(self):
+        # enabled=True: a trace of trace_alloc_max_entries actions (1 by default), stacks of live blocks.
+        torch.mydev.memory._record_memory_history(True, clear_history=True)
+        x = allocate_in_a_named_function(2048)
+        snapshot = torch.mydev.memory._snapshot()
+        self.assertEqual([entry["action"] for entry in snapshot["device_traces"][0]], ["snapshot"])
+        self.assertIn("allocate_in_a_named_function", [f["name"] for f in block_at(snapshot, x.data_ptr())[1]["frames"]])
+        torch.mydev.memory._record_memory_history(True, True, 100, clear_history=True)
+        allocate_in_a_named_function(2048)
+        self.assertGreater(len(torch.mydev.memory._snapshot()["device_traces"][0]), 1)
+        torch.mydev.memory._record_memory_history(False)
+        self.assertEqual(torch.mydev.memory._snapshot()["device_traces"][0], [])
+
+    def test_what_mydev_does_not_record_is_refused(self):
+        for option in ("compile_context", "global_record_annotations"):
+            with self.assertRaisesRegex(NotImplementedError, f"{option}=True is not supported yet"):
+                torch.mydev.memory._record_memory_history("all", **{option: True})
+        self.assertEqual(list(inspect.signature(torch.mydev.memory._record_memory_history).parameters),
+                         list(inspect.signature(torch.cuda.memory._record_memory_history).parameters))
 
     def test_state_only_keeps_stacks_without_a_trace(self):
         torch.mydev.memory._record_memory_history("state", clear_history=True)

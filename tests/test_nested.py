@@ -80,6 +80,14 @@ class TestNestedTensors(TestCase):
         nothing = torch.nested.nested_tensor([], device="mydev")
         self.assertEqual(len(nothing.sum(-1, keepdim=True).unbind()), 0)
 
+    def test_sum_refuses_the_dtypes_the_cpu_refuses(self):
+        for dtype in (torch.bool, torch.complex64):
+            cpu = torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)]).to(dtype)
+            with self.assertRaisesRegex(RuntimeError, '"nested_sum_dim_cpu" not implemented for'):
+                cpu.sum(-1, keepdim=True)
+            with self.assertRaisesRegex(RuntimeError, '"nested_sum_dim_cpu" not implemented for'):
+                cpu.to("mydev").sum(-1, keepdim=True)
+
     def test_layer_norm_forward_and_backward(self):
         cpu, mydev = on_both()
         cpu_norm = nn.LayerNorm(4)

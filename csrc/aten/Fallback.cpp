@@ -112,6 +112,27 @@ bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
       args, [](const at::Tensor& tensor) { return tensor.defined() && isSparseLayout(tensor.layout()); });
 }
 
+// Whether CUDA's host waits for this operator too: its output's shape or
+// value is read on the host (the tags of nonzero, unique, masked_select,
+// boolean indexing, item, equal, ...; a non-tensor result), it is sparse
+// (sizes follow the data), or CUDA's own kernel reads the device (histc's
+// range of a constant input, linear algebra's LAPACK info).
+bool cudaWaitsToo(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
+  static const std::unordered_set<std::string> reading_on_the_host = {"aten::histc", "aten::linalg_lstsq",
+                                                                      "aten::linalg_eig"};
+  if (hasSparseArgument(args) || op.hasTag(at::Tag::dynamic_output_shape) ||
+      op.hasTag(at::Tag::data_dependent_output) || reading_on_the_host.count(op.schema().name()) > 0) {
+    return true;
+  }
+  for (const c10::Argument& ret : op.schema().returns()) {
+    const c10::TypePtr& type = ret.type();
+    if (!type->isSubtypeOf(*c10::OptionalType::ofTensor()) && !type->isSubtypeOf(*c10::ListType::ofTensors())) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool isOptionalTensorList(const c10::TypePtr& type) {
   return type->isSubtypeOf(*c10::ListType::ofOptionalTensors()) &&
       !type->isSubtypeOf(*c10::ListType::ofTensors());
@@ -632,7 +653,7 @@ void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // data.
   if (hasSparseArgument(args) || runsSynchronously(schema) ||
       reducesNoElementToOne(schema, args) || !tryAsynchronously(op, stack, device, stream)) {
-    runSynchronously(op, stack, device, stream, name);
+    runSynchronously(op, stack, device, stream, name, cudaWaitsToo(op, args));
   }
 }
 

@@ -55,8 +55,11 @@ at::Tensor deviceView(const c10::Storage& storage, const at::Tensor& geometry);
 at::Tensor emptyDevice(const at::Tensor& like, c10::DeviceIndex device);
 
 // The synchronous path (FallbackSynchronous.cpp): the caller waits for the
-// CPU kernel, then adopts what it returned.
+// CPU kernel, then adopts what it returned. `cuda_waits_too`: whether the
+// wait is the operator's own (CUDA's host waits for it too), which sync-debug
+// mode reports; mydev's other reasons to wait (a Meta kernel that cannot
+// stand in for the CPU's) are not the user's to act on.
 void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DeviceIndex device,
-                      const MydevStream& stream, const std::string& name);
+                      const MydevStream& stream, const std::string& name, bool cuda_waits_too);
 
 }  // namespace torch_mydev::fallback

@@ -193,11 +193,13 @@ at::Tensor adoptSyncResult(const at::Tensor& cpu, const ResultBases& bases, cons
 }  // namespace
 
 void runSynchronously(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DeviceIndex device,
-                      const MydevStream& stream, const std::string& name) {
+                      const MydevStream& stream, const std::string& name, bool cuda_waits_too) {
   const c10::FunctionSchema& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const auto args = torch::jit::last(*stack, num_args);
-  reportHostWait((name + ", which runs synchronously (its results are read on the host)").c_str());
+  if (cuda_waits_too) {
+    reportHostWait((name + ", which runs synchronously (its results are read on the host)").c_str());
+  }
   auto outcome = std::make_shared<SyncOutcome>();
   launchKernel(name.c_str(), stream, [op, slots = argumentSlots(schema, args, device), outcome] {
     KernelMemory memory;

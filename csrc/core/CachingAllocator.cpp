@@ -274,6 +274,10 @@ class DeviceCache {
   // The segments and the trace under one lock, so that they agree.
   std::pair<std::vector<SegmentInfo>, std::vector<TraceEntry>> snapshot() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
+    // As CUDA's allocator, a snapshot is an action of the trace, sized by
+    // the memory allocated when it was taken.
+    history_.record(TraceEntry::SNAPSHOT, nullptr,
+                    stats_.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].current, 0);
     return {segments(), history_.trace()};
   }
 

@@ -73,7 +73,7 @@ void MemoryHistory::record(TraceEntry::Action action, const void* address, size_
     cleared_generation_ = generation;
   }
   const size_t max_entries = current.max_entries;
-  if (!current.record_trace || max_entries == 0) {
+  if (!current.record_trace || max_entries == 0 || (current.skipped_actions & (1u << action)) != 0) {
     return;
   }
   // The trace keeps stacks of allocations only from context="alloc" on; a

@@ -24,6 +24,8 @@ struct MemoryHistorySettings {
   RecordContext context = RecordContext::NEVER;
   c10::CachingDeviceAllocator::CreateContextFn gather = nullptr;
   size_t max_entries = 0;
+  // Actions left out of the trace (skip_actions): bit 1 << TraceEntry::Action.
+  uint32_t skipped_actions = 0;
 };
 
 void setMemoryHistory(const MemoryHistorySettings& settings, bool clear_trace);

@@ -9,6 +9,7 @@ namespace torch_mydev {
 namespace {
 
 std::atomic<SyncDebugMode> g_mode{SyncDebugMode::Disabled};
+thread_local bool t_unreported = false;
 
 }  // namespace
 
@@ -16,7 +17,14 @@ void setSyncDebugMode(SyncDebugMode mode) { g_mode.store(mode, std::memory_order
 
 SyncDebugMode syncDebugMode() { return g_mode.load(std::memory_order_relaxed); }
 
+UnreportedHostWaits::UnreportedHostWaits() : outer_(t_unreported) { t_unreported = true; }
+
+UnreportedHostWaits::~UnreportedHostWaits() { t_unreported = outer_; }
+
 void reportHostWait(const char* operation) {
+  if (t_unreported) {
+    return;
+  }
   switch (g_mode.load(std::memory_order_relaxed)) {
     case SyncDebugMode::Disabled:
       return;

@@ -17,4 +17,18 @@ SyncDebugMode syncDebugMode();
 // naming `operation` otherwise.
 void reportHostWait(const char* operation);
 
+// While one lives, the calling thread's waits are mydev's own and not
+// reported (a check that reads the data on the host where CUDA reads it in
+// its kernel, so that the error comes at the call as on the CPU).
+class UnreportedHostWaits {
+ public:
+  UnreportedHostWaits();
+  ~UnreportedHostWaits();
+  UnreportedHostWaits(const UnreportedHostWaits&) = delete;
+  UnreportedHostWaits& operator=(const UnreportedHostWaits&) = delete;
+
+ private:
+  bool outer_;
+};
+
 }  // namespace torch_mydev

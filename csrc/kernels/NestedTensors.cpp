@@ -58,6 +58,9 @@ at::Tensor sumLastDimension(const at::Tensor& self, at::OptionalIntArrayRef opt_
   const auto* impl = at::native::get_nested_tensor_impl(self);
   TORCH_CHECK(at::native::nested_tensor_impl_is_contiguous(impl),
               "NestedTensor does not support reductions when the input is noncontiguous for now.");
+  // The CPU kernel's dtypes, and its message for the others (bool, complex).
+  AT_DISPATCH_ALL_TYPES_AND2(at::ScalarType::Half, at::ScalarType::BFloat16, self.scalar_type(), "nested_sum_dim_cpu",
+                             [] {});
   if (impl->size(0) == 0) {
     return self;  // as the CPU's
   }

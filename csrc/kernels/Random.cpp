@@ -14,11 +14,13 @@
 // unsupported dtypes raise there with the CPU's exception and message: the
 // same sampling code runs first over a one-element host tensor of the
 // argument's dtype (ATen's Meta kernels of these operators skip most of the
-// CPU's checks). Checks that read the data (normal's tensor std >= 0,
-// multinomial's probabilities) run in the kernel and report at the next
-// synchronization, as device-side assertions do on CUDA.
+// CPU's checks). normal's check of a tensor std (>= 0), which reads the
+// data, runs in the kernel and reports at the next synchronization, as a
+// device-side assertion does on CUDA; multinomial's checks of its
+// probabilities read a host copy at the call (checkMultinomialWeights).
 #include "NativeCall.h"
 #include "PhiloxGenerator.h"
+#include "../core/SyncDebug.h"
 
 #include <ATen/CPUFunctions.h>
 #include <ATen/Dispatch.h>
@@ -38,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace torch_mydev::native {
 
@@ -278,10 +281,15 @@ void checkMultinomial(const Tensor& self, int64_t num_samples, bool replacement,
   TORCH_CHECK(self.size(-1) <= kFloat32MaxConsecutiveInt, "number of categories cannot exceed 2^24");
 }
 
-// The CPU's checks of the weights themselves, which it makes at the call: on a host copy of them (as CUDA, the call
-// waits for the weights). Without replacement, or for one sample, ATen checks the whole tensor; with replacement,
-// its kernel checks each row's entries in order.
+// The CPU's checks of the weights themselves, which it makes at the call: on a host copy of them. Without
+// replacement, or for one sample, ATen checks the whole tensor, and CUDA's call waits for the weights too (a wait
+// sync-debug mode reports); with replacement, the CPU kernel checks each row's entries in order, where CUDA's kernel
+// asserts on the device: mydev's wait for them is its own, for the CPU's error at the call, and is not reported.
 void checkMultinomialWeights(const Tensor& self, int64_t num_samples, bool replacement) {
+  std::optional<UnreportedHostWaits> checked_as_the_cpu_does;
+  if (replacement && num_samples > 1) {
+    checked_as_the_cpu_does.emplace();
+  }
   const Tensor weights = self.to(c10::kCPU, at::kDouble).reshape({-1, self.size(-1)});
   if (!replacement || num_samples == 1) {
     TORCH_CHECK((weights.max() < INFINITY).item<bool>() && (weights.min() >= 0).item<bool>(),

@@ -8,9 +8,11 @@
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/extension.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace py = pybind11;
 
@@ -48,8 +50,31 @@ RecordContext parseContext(const std::optional<std::string>& context) {
   return RecordContext::ALL;
 }
 
+uint32_t skippedActions(const std::vector<std::string>& names) {
+  static const std::pair<const char*, TraceEntry::Action> kActions[] = {
+      {"alloc", TraceEntry::ALLOC},
+      {"free_requested", TraceEntry::FREE_REQUESTED},
+      {"free_completed", TraceEntry::FREE_COMPLETED},
+      {"segment_alloc", TraceEntry::SEGMENT_ALLOC},
+      {"segment_free", TraceEntry::SEGMENT_FREE},
+      {"oom", TraceEntry::OOM},
+      {"snapshot", TraceEntry::SNAPSHOT},
+  };
+  uint32_t skipped = 0;
+  for (const std::string& name : names) {
+    const auto* found = std::find_if(std::begin(kActions), std::end(kActions),
+                                     [&](const auto& action) { return name == action.first; });
+    TORCH_CHECK_VALUE(found != std::end(kActions), "unknown action '", name,
+                      "' in skip_actions: expected alloc, free_requested, free_completed, segment_alloc, "
+                      "segment_free, oom or snapshot");
+    skipped |= 1u << found->second;
+  }
+  return skipped;
+}
+
 void recordMemoryHistory(const std::optional<std::string>& enabled, const std::optional<std::string>& context,
-                         const std::string& stacks, size_t max_entries, bool clear_history) {
+                         const std::string& stacks, size_t max_entries, bool clear_history,
+                         const std::vector<std::string>& skip_actions) {
   TORCH_CHECK_VALUE(!enabled || *enabled == "state" || *enabled == "all",
                     "expected enabled to be 'state', 'all' or None, got '", enabled.value_or(""), "'");
   TORCH_CHECK_VALUE(stacks == "python" || stacks == "all", "expected stacks to be 'python' or 'all', got '", stacks,
@@ -59,6 +84,7 @@ void recordMemoryHistory(const std::optional<std::string>& enabled, const std::o
   settings.context = enabled ? parseContext(context) : RecordContext::NEVER;
   settings.gather = stacks == "all" ? &gatherFullStack : &gatherPythonStack;
   settings.max_entries = max_entries;
+  settings.skipped_actions = skippedActions(skip_actions);
   if (settings.context != RecordContext::NEVER) {
     torch::installCapturedTracebackPython();
   }
@@ -193,7 +219,7 @@ py::dict snapshot(bool include_traces) {
 
 void bindMemoryHistory(py::module_& m) {
   m.def("_record_memory_history", &recordMemoryHistory, py::arg("enabled"), py::arg("context"), py::arg("stacks"),
-        py::arg("max_entries"), py::arg("clear_history"));
+        py::arg("max_entries"), py::arg("clear_history"), py::arg("skip_actions"));
   m.def("_memory_snapshot", &snapshot, py::arg("include_traces") = true);
 }
 

@@ -2,6 +2,7 @@
 
 The numbers come from mydev's caching allocator through PyTorch's generic
 torch.accelerator memory API (mydev registers a c10::DeviceAllocator)."""
+import inspect
 import pickle
 import sys
 import warnings
@@ -240,21 +241,53 @@ def _check_device(device):
         _C._get_device_properties(_index(device))
 
 
-def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None,
-                           clear_history=False):
+def _record_memory_history(enabled="all", *args, **kwargs):
     """Records what the allocator does, and the stacks behind it, for _snapshot(), as
-    torch.cuda.memory._record_memory_history.
+    torch.cuda.memory._record_memory_history, with its signature: (enabled, context, stacks, max_entries, device,
+    clear_history, compile_context, global_record_annotations, skip_actions), or the legacy one when enabled is a
+    bool (enabled, record_context, trace_alloc_max_entries, trace_alloc_record_context, device,
+    record_context_cpp, clear_history, compile_context, global_record_annotations, skip_actions).
 
     enabled: "all" records each action (alloc, free_requested, free_completed, segment_alloc,
-    segment_free, oom) in a per-device trace of the last max_entries; "state" only keeps the stack of
-    each live allocation; None stops recording and drops the trace. context: which actions get a
-    stack ("state": live blocks only, "alloc": also allocations in the trace, "all": also frees).
+    segment_free, oom, snapshot) in a per-device trace of the last max_entries, less those in skip_actions;
+    "state" only keeps the stack of each live allocation; None stops recording and drops the trace. context: which
+    actions get a stack ("state": live blocks only, "alloc": also allocations in the trace, "all": also frees).
     stacks: "python" for Python and TorchScript frames, "all" adds C++ frames. History covers every
-    device (device is accepted for torch.cuda's signature)."""
+    device (device is accepted for torch.cuda's signature). Not finished: compile_context and
+    global_record_annotations, which mydev does not record yet, raise NotImplementedError when true."""
     if isinstance(enabled, bool):
-        enabled = "all" if enabled else None
+        return _record_memory_history_legacy(enabled, *args, **kwargs)
+    return _record_memory_history_impl(enabled, *args, **kwargs)
+
+
+def _record_memory_history_legacy(enabled, record_context=True, trace_alloc_max_entries=1,
+                                  trace_alloc_record_context=False, device=None, record_context_cpp=False,
+                                  clear_history=False, compile_context=False, global_record_annotations=False,
+                                  skip_actions=None):
+    """torch.cuda's boolean form: a trace of trace_alloc_max_entries actions (1 by default), with the stacks of
+    allocations when trace_alloc_record_context, else of live blocks when record_context."""
+    if trace_alloc_record_context:
+        context = "alloc"
+    else:
+        context = "state" if record_context else None
+    _record_memory_history_impl("all" if enabled else None, context, "all" if record_context_cpp else "python",
+                                trace_alloc_max_entries, device, clear_history, compile_context,
+                                global_record_annotations, skip_actions)
+
+
+def _record_memory_history_impl(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None,
+                                clear_history=False, compile_context=False, global_record_annotations=False,
+                                skip_actions=None):
+    for name, requested in (("compile_context", compile_context),
+                            ("global_record_annotations", global_record_annotations)):
+        if requested:
+            raise NotImplementedError(f"torch.mydev.memory._record_memory_history: {name}=True is not supported "
+                                      f"yet (mydev's memory history does not record it)")
     _check_device(device)
-    _C._record_memory_history(enabled, context, stacks, max_entries, clear_history)
+    _C._record_memory_history(enabled, context, stacks, max_entries, clear_history, list(skip_actions or ()))
+
+
+_record_memory_history.__signature__ = inspect.signature(_record_memory_history_impl)
 
 
 def _snapshot(device=None, augment_with_fx_traces=False):
