@@ -428,6 +428,25 @@ class TestOutOfMemory(TestCase):
         self.assertIn(int(lines[0].split()[0]), (3, 4))
         self.assertEqual(lines[1].split(), ["6144.0", "1"])
 
+    def test_memory_freed_in_scattered_blocks_holds_a_tensor_of_their_total_size(self):
+        # On CUDA virtual addresses hide where the free memory lies; so they do on mydev.
+        result = run_python(
+            """
+            import torch
+            # 12 MiB: a segment of its own each (the caching allocator splits 20 MiB ones for smaller blocks).
+            blocks = [torch.empty(12 * 1024 * 1024, dtype=torch.uint8, device="mydev") for _ in range(5)]
+            for i in range(0, 5, 2):
+                blocks[i] = None
+            torch.mydev.empty_cache()
+            print(torch.mydev.mem_get_info()[0] // 2**20)
+            large = torch.empty(32 * 1024 * 1024, dtype=torch.uint8, device="mydev")
+            print(torch.mydev.mem_get_info()[0] // 2**20, torch.mydev.memory_stats()["num_ooms"])
+            """,
+            env={"MYDEV_DEVICE_MEMORY": "64MiB"},
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["40", "8", "0"])
+
 
 class TestPinnedMemory(TestCase):
     def test_pinned_host_memory(self):

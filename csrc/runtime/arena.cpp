@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 
@@ -50,7 +51,7 @@ int open_backing_file(int device, std::string* error) {
 }  // namespace
 
 std::unique_ptr<Arena> Arena::create(int device, size_t capacity, std::string* error) {
-  const size_t mapped = round_up(capacity, page_size());
+  const size_t mapped = round_up(capacity, page_size()) * kAddressSpaceFactor;
   const int fd = open_backing_file(device, error);
   if (fd < 0) return nullptr;
   if (ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
@@ -87,7 +88,7 @@ Arena::Arena(int device, int fd, size_t capacity, size_t mapped, char* device_ba
       device_base_(device_base),
       host_base_(host_base),
       free_bytes_(capacity) {
-  if (capacity > 0) insert_free(0, capacity);
+  if (capacity > 0) insert_free(0, mapped);
 }
 
 Arena::~Arena() {
@@ -111,6 +112,7 @@ bool Arena::allocate(size_t size, size_t* offset) {
   if (size == 0 || size > capacity_) return false;
   size = round_up(size, kAllocationAlignment);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (size > free_bytes_) return false;
   auto best = free_by_size_.lower_bound({size, 0});
   if (best == free_by_size_.end()) return false;
   const size_t block_size = best->first;
@@ -189,7 +191,8 @@ size_t Arena::free_bytes() const {
 
 size_t Arena::largest_free_block() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return free_by_size_.empty() ? 0 : free_by_size_.rbegin()->first;
+  const size_t largest_range = free_by_size_.empty() ? 0 : free_by_size_.rbegin()->first;
+  return std::min(largest_range, round_down(free_bytes_, kAllocationAlignment));
 }
 
 int find_device_of(const void* p, size_t* offset) {

@@ -1,6 +1,13 @@
 // The memory of one device: a memfd mapped twice, once inaccessible (the
 // addresses handed out as device pointers) and once read-write (how the runtime
 // itself reaches the bytes), with a best-fit sub-allocator over it.
+//
+// The addresses span kAddressSpaceFactor times the device's memory, as a
+// CUDA device's virtual address space exceeds its physical memory: the bytes
+// allocated are held to the capacity, but a block needs a free range of
+// addresses, not of memory, so blocks freed all over the device do not keep
+// out a large one while the memory is free (a freed range's pages go back to
+// the system, so what is resident stays within the capacity).
 #pragma once
 
 #include <atomic>
@@ -16,6 +23,7 @@
 namespace mydev {
 
 constexpr size_t kAllocationAlignment = 256;
+constexpr size_t kAddressSpaceFactor = 4;
 
 class Arena {
  public:
@@ -35,6 +43,7 @@ class Arena {
 
   size_t capacity() const { return capacity_; }
   size_t free_bytes() const;
+  // The largest allocation that would fit now.
   size_t largest_free_block() const;
   char* device_base() const { return device_base_; }
   char* host_base() const { return host_base_; }
@@ -53,10 +62,10 @@ class Arena {
   char* const host_base_;
 
   mutable std::mutex mutex_;
-  std::map<size_t, size_t> free_by_offset_;             // offset -> size
+  std::map<size_t, size_t> free_by_offset_;             // free addresses: offset -> size
   std::set<std::pair<size_t, size_t>> free_by_size_;    // (size, offset), for best fit
   std::map<size_t, size_t> live_;                       // offset -> size
-  size_t free_bytes_;
+  size_t free_bytes_;                                   // of the capacity
 };
 
 // Lock-free registry of the device views, readable from a signal handler.

@@ -180,6 +180,23 @@ TEST(out_of_memory_and_recovery) {
   CHECK_OK(mydevFree(big));
 }
 
+TEST(freed_blocks_scattered_over_the_device_do_not_keep_out_a_large_one) {
+  // As on CUDA, whose virtual addresses exceed its memory: half of the device
+  // is free in four separate holes, and half of the device can be allocated.
+  std::vector<void*> blocks(8);
+  for (void*& p : blocks) CHECK_OK(mydevMalloc(&p, kTestDeviceMemory / 8));
+  CHECK_EQ(free_bytes(), 0u);
+  for (size_t i = 0; i < blocks.size(); i += 2) CHECK_OK(mydevFree(blocks[i]));
+  void* half = nullptr;
+  CHECK_OK(mydevMalloc(&half, kTestDeviceMemory / 2));
+  CHECK_EQ(free_bytes(), 0u);
+  void* more = nullptr;
+  CHECK_ERR(mydevMalloc(&more, 256), mydevErrorMemoryAllocation);
+  CHECK_OK(mydevFree(half));
+  for (size_t i = 1; i < blocks.size(); i += 2) CHECK_OK(mydevFree(blocks[i]));
+  CHECK_EQ(free_bytes(), kTestDeviceMemory);
+}
+
 TEST(malloc_free_cycles_return_to_baseline) {
   const size_t baseline = free_bytes();
   std::mt19937 random(42);
