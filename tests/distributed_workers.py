@@ -903,6 +903,16 @@ def where_gloo_and_nccl_differ(rank, world_size, init_file):
         dist.broadcast(eight, src=1)
         assert_close(eight.cpu().float(), torch.arange(4.0) + 4)
 
+        # A coalescing block bound to the device, as NCCL's (mccl had no startCoalescing).
+        first = torch.full((2,), float(rank), device=device)
+        second = torch.full((3,), float(rank + 1), device=device)
+        with dist._coalescing_manager(device=device, async_ops=True) as coalesced:
+            dist.all_reduce(first)
+            dist.all_reduce(second)
+        coalesced.wait()
+        assert_close(first.cpu(), torch.full((2,), 1.0))
+        assert_close(second.cpu(), torch.full((3,), 3.0))
+
         # reduce leaves the other ranks' tensors as they were (gloo reduces in every rank's buffer).
         tensor = torch.full((3,), float(rank + 1), device=device)
         dist.reduce(tensor, dst=1)

@@ -57,6 +57,19 @@ class TestDeviceTimeline(TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.strip(), "['aten::mm']")
 
+    def test_an_op_is_one_row_not_one_inside_another(self):
+        # item() and the functional GELU and ReLU backward once dispatched again inside themselves.
+        x = torch.randn(64, 64, device="mydev", requires_grad=True)
+        torch.mydev.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            x.sum().item()
+            torch.nn.functional.gelu(x).sum().backward()
+            torch.relu(x).sum().backward()
+        names = [event.name for event in prof.events()]
+        for name in ("aten::item", "aten::_local_scalar_dense", "aten::gelu", "aten::gelu_backward",
+                     "aten::threshold_backward"):
+            self.assertEqual(names.count(name), 1, name)
+
     def test_kernels_run_on_the_device_timeline_after_their_launch(self):
         x = torch.randn(256, 256, device="mydev")
         prof = profiled(lambda: [x @ x for _ in range(3)])

@@ -197,6 +197,9 @@ void ProcessGroupMydev::launchInOrder(
   std::string record = call_record.take();
   // Held before the launch: the kernel has the Work by pointer.
   in_flight_.push_back(work);
+  if (coalescing_) {
+    last_coalesced_ = work;
+  }
   try {
     // A checked collective runs as a kernel, which compares it across ranks first.
     if (!record.empty()) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 namespace py = pybind11;
 
@@ -294,6 +295,19 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupMydev::split(
   gloo_part->setTimeout(timeout);
   return c10::make_intrusive<ProcessGroupMydev>(gloo_part, gloo_part->getRank(), gloo_part->getSize(), timeout,
                                                 check_collectives_);
+}
+
+void ProcessGroupMydev::startCoalescing() {
+  std::lock_guard<std::mutex> lock(launch_mutex_);
+  coalescing_ = true;
+  last_coalesced_.reset();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::endCoalescing() {
+  std::lock_guard<std::mutex> lock(launch_mutex_);
+  TORCH_CHECK(coalescing_, "mccl: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  return std::exchange(last_coalesced_, nullptr);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupMydev::broadcast(std::vector<at::Tensor>& tensors,

@@ -144,6 +144,13 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
   const std::string getBackendName() const override { return "mccl"; }
   c10::intrusive_ptr<Backend::Options> getBackendOptions() override;
 
+  // _coalescing_manager(device=...): the collectives issued from
+  // startCoalescing on (torch issues one coalesced form for the block) end in
+  // the Work endCoalescing returns, null when there were none (as NCCL's).
+  // They run in order on the comm stream, so theirs is the last one's.
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
   // split_group (and a DeviceMesh built with device_id=): gloo splits its own
   // group, and the new mccl backend drives the part; ranks outside it get none.
   bool supportsSplitting() const override { return true; }
@@ -250,6 +257,8 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
   MydevEvent inputs_ready_;  // recorded again for each operation
   std::vector<c10::intrusive_ptr<CollectiveWork>> in_flight_;
   c10::intrusive_ptr<CollectiveWork> last_collective_;
+  bool coalescing_ = false;
+  c10::intrusive_ptr<CollectiveWork> last_coalesced_;
   std::mutex mutex_;
   std::map<c10::DeviceIndex, MydevStream> comm_streams_;  // collectives
   // Sends and receives: (device, peer, whether it sends).

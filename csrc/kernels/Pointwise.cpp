@@ -210,13 +210,23 @@ Tensor mishBackward(const Tensor& grad_output, const Tensor& self) {
 
 namespace {
 
-// gelu's CPU kernels parse `approximate` when they run and its meta functions do not: parsed at the call.
+// gelu's CPU kernels parse `approximate` when they run and its meta functions do not: parsed at the call. The
+// functional overloads are registered too: PyTorch's composite for them would dispatch to the out= one, which a
+// profile shows as a second aten::gelu inside the first (and which would run the meta function twice).
 constexpr char kGeluName[] = "aten::gelu.out";
+constexpr char kGeluFunctionalName[] = "aten::gelu";
 constexpr char kGeluBackwardName[] = "aten::gelu_backward.grad_input";
+constexpr char kGeluBackwardFunctionalName[] = "aten::gelu_backward";
 
 Tensor& geluOut(const Tensor& self, std::string_view approximate, Tensor& out) {
   at::native::get_gelutype_enum(approximate);
   return StructuredOut<at::meta::structured_gelu, &at::cpu::gelu_outf, kGeluName>::call(self, approximate, out);
+}
+
+Tensor gelu(const Tensor& self, std::string_view approximate) {
+  at::native::get_gelutype_enum(approximate);
+  return StructuredFunctional<at::meta::structured_gelu, &at::cpu::gelu_outf, kGeluFunctionalName>::Kernel::call(
+      self, approximate);
 }
 
 Tensor& geluBackwardOut(const Tensor& grad_output, const Tensor& self, std::string_view approximate,
@@ -224,6 +234,12 @@ Tensor& geluBackwardOut(const Tensor& grad_output, const Tensor& self, std::stri
   at::native::get_gelutype_enum(approximate);
   return StructuredOut<at::meta::structured_gelu_backward, &at::cpu::gelu_backward_outf, kGeluBackwardName>::call(
       grad_output, self, approximate, grad_input);
+}
+
+Tensor geluBackward(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
+  at::native::get_gelutype_enum(approximate);
+  return StructuredFunctional<at::meta::structured_gelu_backward, &at::cpu::gelu_backward_outf,
+                              kGeluBackwardFunctionalName>::Kernel::call(grad_output, self, approximate);
 }
 
 }  // namespace
@@ -388,6 +404,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MYDEV_STRUCTURED_OUT(m, "softplus.out", structured_softplus, &at::cpu::softplus_outf);
   MYDEV_STRUCTURED_OUT(m, "elu.out", structured_elu, &at::cpu::elu_outf);
   m.impl("gelu.out", TORCH_FN(geluOut));
+  m.impl("gelu", TORCH_FN(gelu));
   MYDEV_STRUCTURED_OUT(m, "glu.out", structured_glu, &at::cpu::glu_outf);
 
   MYDEV_BINARY(sigmoid_backward, "grad_input", structured_sigmoid_backward);
@@ -400,9 +417,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mish_backward", TORCH_FN(mishBackward));
   m.impl("abs.out", TORCH_FN(absOut));
   MYDEV_BINARY(hardsigmoid_backward, "grad_input", structured_hardsigmoid_backward);
-  MYDEV_STRUCTURED_OUT(m, "threshold_backward.grad_input", structured_threshold_backward,
-                       &at::cpu::threshold_backward_outf);
+  MYDEV_STRUCTURED(m, "threshold_backward", "threshold_backward.grad_input", structured_threshold_backward,
+                   &at::cpu::threshold_backward_outf);
   m.impl("gelu_backward.grad_input", TORCH_FN(geluBackwardOut));
+  m.impl("gelu_backward", TORCH_FN(geluBackward));
   MYDEV_STRUCTURED_OUT(m, "leaky_relu_backward.grad_input", structured_leaky_relu_backward,
                        &at::cpu::leaky_relu_backward_outf);
   MYDEV_STRUCTURED_OUT(m, "softplus_backward.grad_input", structured_softplus_backward,
