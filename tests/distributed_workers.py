@@ -903,6 +903,20 @@ def where_gloo_and_nccl_differ(rank, world_size, init_file):
         dist.broadcast(eight, src=1)
         assert_close(eight.cpu().float(), torch.arange(4.0) + 4)
 
+        # A failed kernel whose output a collective reads is reported once, to the caller: by the blocking
+        # collective's wait or by the next synchronization (the comm stream that waited for it holds a copy,
+        # which mccl's bookkeeping of finished collectives leaves alone).
+        with torch.mydev.inject_fault("aten::mul"):
+            doubled = torch.ones(2, device=device) * 2
+        reported = []
+        for step in (lambda: dist.all_reduce(doubled), lambda: dist.all_reduce(torch.ones(2, device=device)),
+                     torch.mydev.synchronize, torch.mydev.synchronize):
+            try:
+                step()
+            except torch.AcceleratorError as error:
+                reported.append(str(error))
+        assert len(reported) == 1 and "aten::mul.Tensor' failed" in reported[0], reported
+
         # A coalescing block bound to the device, as NCCL's (mccl had no startCoalescing).
         first = torch.full((2,), float(rank), device=device)
         second = torch.full((3,), float(rank + 1), device=device)

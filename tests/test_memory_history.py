@@ -113,12 +113,13 @@ class TestMemoryHistory(TestCase):
         torch.mydev.memory._record_memory_history("all", max_entries=4, clear_history=True)
         for size in (1, 2, 3, 4, 5):
             allocate_in_a_named_function(size * 1024)
+        allocated = torch.mydev.memory_allocated(0)
         trace = torch.mydev.memory._snapshot()["device_traces"][0]
         self.assertEqual(len(trace), 4)
         # Taking the snapshot is the newest action, as on CUDA.
         self.assertEqual([(e["action"], e["size"]) for e in trace][-3:], [("free_requested", 5 * 1024),
                                                                          ("free_completed", 5 * 1024),
-                                                                         ("snapshot", 0)])
+                                                                         ("snapshot", allocated)])
 
     def test_each_snapshot_is_an_action_sized_by_the_memory_allocated(self):
         x = torch.empty(1 << 20, dtype=torch.uint8, device="mydev")

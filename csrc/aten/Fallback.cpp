@@ -112,6 +112,17 @@ bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
       args, [](const at::Tensor& tensor) { return tensor.defined() && isSparseLayout(tensor.layout()); });
 }
 
+// A Python value among the results (equal, is_nonzero, ...): read on the host.
+bool returnsNonTensor(const c10::FunctionSchema& schema) {
+  for (const c10::Argument& ret : schema.returns()) {
+    const c10::TypePtr& type = ret.type();
+    if (!type->isSubtypeOf(*c10::OptionalType::ofTensor()) && !type->isSubtypeOf(*c10::ListType::ofTensors())) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether CUDA's host waits for this operator too: its output's shape or
 // value is read on the host (the tags of nonzero, unique, masked_select,
 // boolean indexing, item, equal, ...; a non-tensor result), it is sparse
@@ -120,17 +131,8 @@ bool hasSparseArgument(c10::ArrayRef<c10::IValue> args) {
 bool cudaWaitsToo(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
   static const std::unordered_set<std::string> reading_on_the_host = {"aten::histc", "aten::linalg_lstsq",
                                                                       "aten::linalg_eig"};
-  if (hasSparseArgument(args) || op.hasTag(at::Tag::dynamic_output_shape) ||
-      op.hasTag(at::Tag::data_dependent_output) || reading_on_the_host.count(op.schema().name()) > 0) {
-    return true;
-  }
-  for (const c10::Argument& ret : op.schema().returns()) {
-    const c10::TypePtr& type = ret.type();
-    if (!type->isSubtypeOf(*c10::OptionalType::ofTensor()) && !type->isSubtypeOf(*c10::ListType::ofTensors())) {
-      return true;
-    }
-  }
-  return false;
+  return hasSparseArgument(args) || returnsNonTensor(op.schema()) || op.hasTag(at::Tag::dynamic_output_shape) ||
+      op.hasTag(at::Tag::data_dependent_output) || reading_on_the_host.count(op.schema().name()) > 0;
 }
 
 bool isOptionalTensorList(const c10::TypePtr& type) {
@@ -228,16 +230,7 @@ bool reducesNoElementToOne(const c10::FunctionSchema& schema, c10::ArrayRef<c10:
 }
 
 bool runsSynchronously(const c10::FunctionSchema& schema) {
-  if (metaCannotStandInForCpu(schema.operator_name())) {
-    return true;
-  }
-  for (const c10::Argument& ret : schema.returns()) {
-    const c10::TypePtr& type = ret.type();
-    if (!type->isSubtypeOf(*c10::OptionalType::ofTensor()) && !type->isSubtypeOf(*c10::ListType::ofTensors())) {
-      return true;
-    }
-  }
-  return false;
+  return metaCannotStandInForCpu(schema.operator_name()) || returnsNonTensor(schema);
 }
 
 // Meta tensors that mirror device tensors; views of one device storage share

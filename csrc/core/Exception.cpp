@@ -46,7 +46,7 @@ void throwRuntimeError(mydevError_t error, const char* call, const char* file, i
   }
   // As C10_CUDA_CHECK raises every other runtime error: torch.AcceleratorError
   // (a RuntimeError) carrying the runtime's error code.
-  throw c10::AcceleratorError({__func__, file, static_cast<uint32_t>(line)}, static_cast<int32_t>(error), message);
+  throw c10::AcceleratorError({call, file, static_cast<uint32_t>(line)}, static_cast<int32_t>(error), message);
 }
 
 }  // namespace torch_mydev

@@ -160,6 +160,9 @@ void ProcessGroupMydev::launchInOrder(
   const bool outputs_are_inputs = form.outputs_are_inputs;
   const bool point_to_point = c10d::isP2POp(type);
   std::lock_guard<std::mutex> launch_lock(launch_mutex_);
+  if (coalescing_) {
+    last_coalesced_ = work;  // its failure too, should the group be closed or broken
+  }
   if (closed_) {
     (void)call_record.take();  // not refused: every later call fails alike
     work->endedOnHost(shutDownError());
@@ -197,9 +200,6 @@ void ProcessGroupMydev::launchInOrder(
   std::string record = call_record.take();
   // Held before the launch: the kernel has the Work by pointer.
   in_flight_.push_back(work);
-  if (coalescing_) {
-    last_coalesced_ = work;
-  }
   try {
     // A checked collective runs as a kernel, which compares it across ranks first.
     if (!record.empty()) {
@@ -548,10 +548,13 @@ void ProcessGroupMydev::stopThreads() {
     comm_streams_.clear();
     peer_streams_.clear();
   }
-  // Not checked: the kernels catch their own errors, and a destructor
-  // calls this, which must not throw.
+  // The kernels catch their own errors; what a stream still reports is a
+  // failure passed from a caller's stream (a kernel that produced an input),
+  // handed on as a warning: a destructor calls this, which must not throw.
   for (const MydevStream& stream : streams) {
-    (void)mydevStreamSynchronize(stream.handle());
+    if (mydevStreamSynchronize(stream.handle()) != mydevSuccess) {
+      TORCH_WARN("mccl: ", mydevGetLastErrorMessage());
+    }
   }
   std::vector<c10::intrusive_ptr<CollectiveWork>> finished;
   {

@@ -69,9 +69,12 @@ class CollectiveWork final : public c10d::Work {
     }
     // The runtime wakes the host when the stream passes the event, so a
     // waiter costs no thread of mccl's.
-    settle();
+    const std::exception_ptr inputs_failure = waitForEnd();
     if (const std::exception_ptr failure = error()) {
       std::rethrow_exception(failure);
+    }
+    if (inputs_failure) {
+      std::rethrow_exception(inputs_failure);
     }
     return true;
   }
@@ -188,20 +191,13 @@ class CollectiveWork final : public c10d::Work {
 
   // The operation ends with its kernel, or, if a device fault dropped the
   // kernel before it ran, with that fault, not with a wait that never ends.
+  // For a Work whose kernel is done (passed()); one whose kernel ran leaves
+  // the stream's failures alone: one passed to the comm stream from the
+  // caller's (a kernel that produced the inputs failed) is the caller's to
+  // report at its next synchronization.
   void settle() {
-    std::exception_ptr fault;
-    try {
-      end_.synchronize();
-    } catch (...) {
-      fault = std::current_exception();
-    }
-    bool missed = false;
-    {
-      std::lock_guard<std::mutex> lock(state_mutex_);
-      missed = !ended_;
-    }
-    if (missed) {
-      endedOnHost(fault ? fault : backendError("mccl: the collective's kernel did not run"));
+    if (!ended()) {
+      (void)waitForEnd();
     }
   }
 
@@ -230,6 +226,26 @@ class CollectiveWork final : public c10d::Work {
   }
 
  private:
+  // Waits until the stream has passed the operation. A kernel dropped by a
+  // device fault ends the operation with that fault. A failure the stream
+  // reports although the kernel ran is not the operation's: it came with the
+  // inputs (a kernel on the caller's stream that produced them failed, and
+  // the comm stream waited for it), and is returned for the caller, as
+  // CUDA's sticky error would fail the caller's next call.
+  std::exception_ptr waitForEnd() {
+    std::exception_ptr fault;
+    try {
+      end_.synchronize();
+    } catch (...) {
+      fault = std::current_exception();
+    }
+    if (!ended()) {
+      endedOnHost(fault ? fault : backendError("mccl: the collective's kernel did not run"));
+      return nullptr;
+    }
+    return fault;
+  }
+
   // Records the end, once: false if the operation had ended already.
   bool markEnded(std::exception_ptr failure) {
     {

@@ -57,10 +57,9 @@ std::vector<at::Tensor> flatViews(const std::vector<at::Tensor>& tensors) {
 // as bytes), and the coalesced forms tensors of several dtypes (gloo packs a
 // coalesced call into one buffer of the first tensor's dtype).
 std::vector<at::Tensor> byteViews(const std::vector<at::Tensor>& tensors) {
-  std::vector<at::Tensor> bytes;
-  bytes.reserve(tensors.size());
-  for (const at::Tensor& tensor : tensors) {
-    bytes.push_back(tensor.view(-1).view(at::kByte));
+  std::vector<at::Tensor> bytes = flatViews(tensors);
+  for (at::Tensor& flat : bytes) {
+    flat = flat.view(at::kByte);
   }
   return bytes;
 }

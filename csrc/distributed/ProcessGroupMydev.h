@@ -147,7 +147,9 @@ class MCCL_HIDDEN ProcessGroupMydev final : public c10d::Backend {
   // _coalescing_manager(device=...): the collectives issued from
   // startCoalescing on (torch issues one coalesced form for the block) end in
   // the Work endCoalescing returns, null when there were none (as NCCL's).
-  // They run in order on the comm stream, so theirs is the last one's.
+  // Collectives run in order on the comm stream, so theirs is the last one's
+  // (torch's coalescing block takes no sends or receives, which run on
+  // streams of their own).
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 

@@ -55,6 +55,7 @@ std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<c10d::Work>> allreduceSpa
     at::sparse::get_sparse_impl(target)->set_indices_and_values_unsafe(reduced._indices().to(target.device()),
                                                                         reduced._values().to(target.device()));
     at::sparse::get_sparse_impl(target)->set_coalesced(reduced.is_coalesced());
+    target.unsafeGetTensorImpl()->bump_version();  // as gloo's in-place copy_ into a CPU tensor
   }
   return {tensors.vec(), work};
 }

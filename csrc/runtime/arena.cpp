@@ -51,7 +51,8 @@ int open_backing_file(int device, std::string* error) {
 }  // namespace
 
 std::unique_ptr<Arena> Arena::create(int device, size_t capacity, std::string* error) {
-  const size_t mapped = round_up(capacity, page_size()) * kAddressSpaceFactor;
+  const size_t memory = round_up(capacity, page_size());
+  const size_t mapped = memory + std::min(memory * (kAddressSpaceFactor - 1), kMaxExtraAddressSpace);
   const int fd = open_backing_file(device, error);
   if (fd < 0) return nullptr;
   if (ftruncate(fd, static_cast<off_t>(mapped)) != 0) {

@@ -2,12 +2,13 @@
 // addresses handed out as device pointers) and once read-write (how the runtime
 // itself reaches the bytes), with a best-fit sub-allocator over it.
 //
-// The addresses span kAddressSpaceFactor times the device's memory, as a
-// CUDA device's virtual address space exceeds its physical memory: the bytes
-// allocated are held to the capacity, but a block needs a free range of
-// addresses, not of memory, so blocks freed all over the device do not keep
-// out a large one while the memory is free (a freed range's pages go back to
-// the system, so what is resident stays within the capacity).
+// The addresses span kAddressSpaceFactor times the device's memory (at most
+// kMaxExtraAddressSpace more), as a CUDA device's virtual address space
+// exceeds its physical memory: the bytes allocated are held to the capacity,
+// but a block needs a free range of addresses, not of memory, so blocks freed
+// all over the device do not keep out a large one while the memory is free.
+// A freed range's whole pages go back to the system, so what is resident is
+// the capacity at most, plus the partly used pages of small live blocks.
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,9 @@ namespace mydev {
 
 constexpr size_t kAllocationAlignment = 256;
 constexpr size_t kAddressSpaceFactor = 4;
+// 16 devices of the largest memory MYDEV_DEVICE_MEMORY allows (1 TiB), mapped
+// twice, then take 64 TiB of the 128 TiB a process can address.
+constexpr size_t kMaxExtraAddressSpace = size_t(1) << 40;
 
 class Arena {
  public:

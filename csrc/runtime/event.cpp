@@ -150,7 +150,8 @@ mydevError_t mydevStreamWaitEvent(mydevStream_t handle, mydevEvent_t event) {
   // A stream is already ordered after its own work.
   if (capture == nullptr || capture->stream.get() == stream) return mydevSuccess;
   if (capture->stream->is_complete(capture->seq)) {
-    capture->stream->pass_failure_to(*stream, capture->seq, stream->submitted());
+    // For the work queued from now on, as the deferred wait below passes it.
+    capture->stream->pass_failure_to(*stream, capture->seq, stream->submitted() + 1);
     return mydevSuccess;
   }
   // A stream outlives its queued tasks (it drains them before it stops).

@@ -88,8 +88,8 @@ mydevError_t take_device_error(Device& device);
 // NULL means the current device's default stream.
 mydevError_t resolve_stream(const char* api, mydevStream_t handle, mydevStream** stream);
 // Returns mydevErrorLaunchFailure if a kernel queued at or before `seq` failed
-// (or one whose results the stream waited for). A failure is reported once:
-// the copies other streams got of it are dropped.
+// (or one whose results the stream waited for), unless a copy of that failure
+// was reported already.
 mydevError_t take_stream_error(mydevStream& stream, uint64_t seq);
 // Adds a stream to its device's list so that device-wide waits see it.
 void register_stream(const std::shared_ptr<mydevStream>& stream);

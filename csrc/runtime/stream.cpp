@@ -336,14 +336,10 @@ void mydevStream::execute(const mydev::Task& task, const char* name, uint64_t se
   }
 }
 
-namespace {
-std::atomic<uint64_t> g_next_failure_id{1};
-}  // namespace
-
 void mydevStream::record_failure(uint64_t seq, std::string message) {
   std::lock_guard<std::mutex> lock(failure_mutex_);
-  if (has_failure_.load(std::memory_order_relaxed)) return;
-  failure_ = Failure{seq, g_next_failure_id.fetch_add(1, std::memory_order_relaxed), id, std::move(message)};
+  if (has_failure_.load(std::memory_order_relaxed) && failure_.origin == id) return;
+  failure_ = Failure{seq, id, std::make_shared<std::atomic<bool>>(false), std::move(message)};
   has_failure_.store(true, std::memory_order_release);
 }
 
@@ -354,15 +350,7 @@ bool mydevStream::take_failure(uint64_t seq, Failure* failure) {
   *failure = std::move(failure_);
   failure_ = Failure{};
   has_failure_.store(false, std::memory_order_release);
-  return true;
-}
-
-void mydevStream::drop_failure(uint64_t failure_id) {
-  if (!has_failure_.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(failure_mutex_);
-  if (!has_failure_.load(std::memory_order_relaxed) || failure_.id != failure_id) return;
-  failure_ = Failure{};
-  has_failure_.store(false, std::memory_order_release);
+  return !failure->reported->exchange(true);
 }
 
 void mydevStream::pass_failure_to(mydevStream& waiter, uint64_t seq, uint64_t waiter_seq) {
@@ -375,7 +363,10 @@ void mydevStream::pass_failure_to(mydevStream& waiter, uint64_t seq, uint64_t wa
   }
   passed.seq = waiter_seq;
   std::lock_guard<std::mutex> lock(waiter.failure_mutex_);
-  if (waiter.has_failure_.load(std::memory_order_relaxed)) return;
+  // What the waiter holds stays, unless it is a copy reported elsewhere since.
+  const bool holds_one = waiter.has_failure_.load(std::memory_order_relaxed) &&
+                         (waiter.failure_.origin == waiter.id || !waiter.failure_.reported->load());
+  if (holds_one || passed.reported->load()) return;
   waiter.failure_ = std::move(passed);
   waiter.has_failure_.store(true, std::memory_order_release);
 }
@@ -400,10 +391,6 @@ mydevError_t resolve_stream(const char* api, mydevStream_t handle, mydevStream**
 mydevError_t take_stream_error(mydevStream& stream, uint64_t seq) {
   mydevStream::Failure failure;
   if (!stream.take_failure(seq, &failure)) return mydevSuccess;
-  for (const auto& owner : runtime().devices) {
-    std::lock_guard<std::mutex> lock(owner->streams_mutex);
-    for (const auto& other : owner->streams) other->drop_failure(failure.id);
-  }
   return set_error(mydevErrorLaunchFailure, "%s", failure.message.c_str());
 }
 

@@ -148,21 +148,22 @@ struct mydevStream : std::enable_shared_from_this<mydevStream> {
   void stop();
 
   // A kernel failure, recorded for the task `seq` of the stream holding it.
-  // `id` names the failure itself: a copy passed to another stream keeps it,
-  // and `origin` the id of the stream whose kernel failed.
+  // A copy passed to another stream shares `reported` with the original, so
+  // that whichever synchronization comes first reports it, and only that one;
+  // `origin` is the id of the stream whose kernel failed.
   struct Failure {
     uint64_t seq = 0;
-    uint64_t id = 0;
     uint64_t origin = 0;
+    std::shared_ptr<std::atomic<bool>> reported;
     std::string message;
   };
-  // The first kernel failure not yet reported; a later one is dropped while
-  // it is pending.
+  // The first kernel failure of this stream not yet reported; a later one is
+  // dropped while it is pending. It replaces a copy passed from another
+  // stream: its own failure is what the stream's work reports first.
   void record_failure(uint64_t seq, std::string message);
-  // Hands out (and clears) the pending failure if it came from a task <= seq.
+  // Hands out (and clears) the pending failure if it came from a task <= seq
+  // and no copy of it was reported yet.
   bool take_failure(uint64_t seq, Failure* failure);
-  // Clears the pending failure if it is the failure `id`.
-  void drop_failure(uint64_t id);
   // What `waiter` queues after waiting for this stream's tasks up to `seq`
   // consumes their results, so a failure among them that is still pending
   // becomes `waiter`'s too, as of its task `waiter_seq` (CUDA's errors are

@@ -2,9 +2,9 @@
 
 ``set_sync_debug_mode("warn")`` makes every operation that makes the host wait
 for the device warn, naming it (``.item()``, a blocking copy, an operator whose
-output shape depends on the data); ``"error"`` raises instead. Waits the user
-asks for (``torch.mydev.synchronize()``, ``Stream.synchronize()``,
-``Event.synchronize()``) never do.
+output shape depends on the data, ``Stream.synchronize()``); ``"error"``
+raises instead. As on CUDA, the device's and an event's synchronization
+(``torch.mydev.synchronize()``, ``Event.synchronize()``) never do.
 
 ``inject_fault(...)`` makes the device misbehave inside a ``with`` block, so
 that code can be tested against a failing kernel, a kernel that never

@@ -91,6 +91,58 @@ TEST(kernel_failure_reported_by_events_device_sync_and_memcpy) {
   CHECK_OK(mydevStreamDestroy(stream));
 }
 
+TEST(a_failure_reaches_the_streams_that_wait_for_it_and_is_reported_once) {
+  for (const int consumer_device : {0, 1}) {
+    mydevStream_t producer = nullptr;
+    CHECK_OK(mydevStreamCreate(&producer));
+    CHECK_OK(mydevSetDevice(consumer_device));
+    mydevStream_t consumer = nullptr, bystander = nullptr;
+    CHECK_OK(mydevStreamCreate(&consumer));
+    CHECK_OK(mydevStreamCreate(&bystander));
+    CHECK_OK(mydevSetDevice(0));
+    mydevEvent_t produced = nullptr;
+    CHECK_OK(mydevEventCreateWithFlags(&produced, mydevEventDisableTiming));
+
+    // Deferred: the consumer's wait is queued while the failing kernel is held.
+    Gate gate;
+    CHECK_OK(launch("gated_failure", [&] {
+      gate.wait();
+      mydevKernelFail("late");
+    }, producer));
+    CHECK_OK(mydevEventRecord(produced, producer));
+    CHECK_OK(mydevStreamWaitEvent(consumer, produced));
+    CHECK_OK(launch("consume", [] {}, consumer));
+    gate.open = true;
+    CHECK_ERR(mydevStreamSynchronize(consumer), mydevErrorLaunchFailure);
+    CHECK_EQ(last_message(), std::string("kernel 'gated_failure' failed on mydev:0: late"));
+    CHECK_OK(mydevStreamSynchronize(producer));  // the same failure: reported once
+    CHECK_OK(mydevStreamSynchronize(consumer));
+
+    // Immediate: the failure is pending when the wait is made; the producer reports it first.
+    CHECK_OK(mydevLaunchKernel("failure", fail_with_boom, nullptr, nullptr, producer));
+    CHECK_OK(mydevEventRecord(produced, producer));
+    CHECK_ERR(mydevEventSynchronize(produced), mydevErrorLaunchFailure);
+    CHECK_OK(mydevStreamWaitEvent(bystander, produced));  // reported already: nothing to pass
+    CHECK_OK(mydevStreamSynchronize(bystander));
+
+    // A stream's own failure takes the place of a copy it holds.
+    CHECK_OK(mydevLaunchKernel("first", fail_with_boom, nullptr, nullptr, producer));
+    CHECK_OK(mydevEventRecord(produced, producer));
+    CHECK_OK(mydevStreamWaitEvent(consumer, produced));
+    CHECK_OK(mydevLaunchKernel("own", fail_with_boom, nullptr, nullptr, consumer));
+    CHECK_ERR(mydevStreamSynchronize(consumer), mydevErrorLaunchFailure);
+    CHECK_EQ(last_message(), std::string("kernel 'own' failed on mydev:") + std::to_string(consumer_device) + ": boom");
+    CHECK_ERR(mydevStreamSynchronize(producer), mydevErrorLaunchFailure);
+    CHECK_EQ(last_message(), std::string("kernel 'first' failed on mydev:0: boom"));
+
+    CHECK(!gate.timed_out);
+    CHECK_OK(mydevEventDestroy(produced));
+    CHECK_OK(mydevStreamDestroy(producer));
+    CHECK_OK(mydevStreamDestroy(consumer));
+    CHECK_OK(mydevStreamDestroy(bystander));
+  }
+}
+
 // ---- activity tracing ------------------------------------------------------
 
 std::vector<mydevActivityRecord> flushed_activity(std::vector<std::string>* names) {
