@@ -128,10 +128,10 @@ bool returnsNonTensor(const c10::FunctionSchema& schema) {
 // boolean indexing, item, equal, ...; a non-tensor result), it is sparse
 // (sizes follow the data), or CUDA's own kernel reads the device (histc's
 // range of a constant input, linear algebra's LAPACK info).
-bool cudaWaitsToo(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
+bool cudaWaitsToo(const c10::OperatorHandle& op, bool sparse) {
   static const std::unordered_set<std::string> reading_on_the_host = {"aten::histc", "aten::linalg_lstsq",
                                                                       "aten::linalg_eig"};
-  return hasSparseArgument(args) || returnsNonTensor(op.schema()) || op.hasTag(at::Tag::dynamic_output_shape) ||
+  return sparse || returnsNonTensor(op.schema()) || op.hasTag(at::Tag::dynamic_output_shape) ||
       op.hasTag(at::Tag::data_dependent_output) || reading_on_the_host.count(op.schema().name()) > 0;
 }
 
@@ -644,9 +644,10 @@ void runOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const MydevStream stream = getCurrentMydevStream(device);
   // Sparse arguments have no Meta mirrors, and their members' sizes follow the
   // data.
-  if (hasSparseArgument(args) || runsSynchronously(schema) ||
-      reducesNoElementToOne(schema, args) || !tryAsynchronously(op, stack, device, stream)) {
-    runSynchronously(op, stack, device, stream, name, cudaWaitsToo(op, args));
+  const bool sparse = hasSparseArgument(args);
+  if (sparse || runsSynchronously(schema) || reducesNoElementToOne(schema, args) ||
+      !tryAsynchronously(op, stack, device, stream)) {
+    runSynchronously(op, stack, device, stream, name, cudaWaitsToo(op, sparse));
   }
 }
 

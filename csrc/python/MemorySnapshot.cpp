@@ -50,24 +50,33 @@ RecordContext parseContext(const std::optional<std::string>& context) {
   return RecordContext::ALL;
 }
 
+const char* actionName(TraceEntry::Action action) {
+  switch (action) {
+    case TraceEntry::ALLOC: return "alloc";
+    case TraceEntry::FREE_REQUESTED: return "free_requested";
+    case TraceEntry::FREE_COMPLETED: return "free_completed";
+    case TraceEntry::SEGMENT_ALLOC: return "segment_alloc";
+    case TraceEntry::SEGMENT_FREE: return "segment_free";
+    case TraceEntry::OOM: return "oom";
+    case TraceEntry::SNAPSHOT: return "snapshot";
+    default: return "segment_map";
+  }
+}
+
 uint32_t skippedActions(const std::vector<std::string>& names) {
-  static const std::pair<const char*, TraceEntry::Action> kActions[] = {
-      {"alloc", TraceEntry::ALLOC},
-      {"free_requested", TraceEntry::FREE_REQUESTED},
-      {"free_completed", TraceEntry::FREE_COMPLETED},
-      {"segment_alloc", TraceEntry::SEGMENT_ALLOC},
-      {"segment_free", TraceEntry::SEGMENT_FREE},
-      {"oom", TraceEntry::OOM},
-      {"snapshot", TraceEntry::SNAPSHOT},
-  };
+  // The actions mydev's allocator records (it maps no segments).
+  static const TraceEntry::Action kRecorded[] = {TraceEntry::ALLOC,         TraceEntry::FREE_REQUESTED,
+                                                 TraceEntry::FREE_COMPLETED, TraceEntry::SEGMENT_ALLOC,
+                                                 TraceEntry::SEGMENT_FREE,   TraceEntry::OOM,
+                                                 TraceEntry::SNAPSHOT};
   uint32_t skipped = 0;
   for (const std::string& name : names) {
-    const auto* found = std::find_if(std::begin(kActions), std::end(kActions),
-                                     [&](const auto& action) { return name == action.first; });
-    TORCH_CHECK_VALUE(found != std::end(kActions), "unknown action '", name,
+    const auto* found = std::find_if(std::begin(kRecorded), std::end(kRecorded),
+                                     [&](TraceEntry::Action action) { return name == actionName(action); });
+    TORCH_CHECK_VALUE(found != std::end(kRecorded), "unknown action '", name,
                       "' in skip_actions: expected alloc, free_requested, free_completed, segment_alloc, "
                       "segment_free, oom or snapshot");
-    skipped |= 1u << found->second;
+    skipped |= 1u << *found;
   }
   return skipped;
 }
@@ -90,19 +99,6 @@ void recordMemoryHistory(const std::optional<std::string>& enabled, const std::o
   }
   // Turning history off drops the trace, as CUDA's allocator does.
   setMemoryHistory(settings, clear_history || !enabled);
-}
-
-const char* actionName(TraceEntry::Action action) {
-  switch (action) {
-    case TraceEntry::ALLOC: return "alloc";
-    case TraceEntry::FREE_REQUESTED: return "free_requested";
-    case TraceEntry::FREE_COMPLETED: return "free_completed";
-    case TraceEntry::SEGMENT_ALLOC: return "segment_alloc";
-    case TraceEntry::SEGMENT_FREE: return "segment_free";
-    case TraceEntry::OOM: return "oom";
-    case TraceEntry::SNAPSHOT: return "snapshot";
-    default: return "segment_map";
-  }
 }
 
 // Symbolizes every stack of a snapshot in one pass (frames shared between
